@@ -1,0 +1,99 @@
+# queen — build, test, run, bench. GNU make + pkg-config; see README.md.
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+CC      ?= cc
+FUZZCC  ?= clang
+PKGS    := libuv libh2o libpq libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g')
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wmissing-prototypes -Wstrict-prototypes \
+           -Wformat=2 -Wno-format-nonliteral -Wvla -Wundef
+BASE    := -std=c17 -D_GNU_SOURCE -Isrc -Ibuild/gen $(WARN) $(PKG_CFLAGS) -g -MMD -MP
+CFLAGS_release := $(BASE) -O2
+CFLAGS_asan    := $(BASE) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS_asan   := -fsanitize=address,undefined
+LIBS    := $(PKG_LIBS) -lpthread -lm
+
+LIB_SRC := $(shell find src -name '*.c' ! -path src/main.c | sort)
+GEN_SRC := build/gen/migrations.c
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+MIGRATIONS := $(sort $(wildcard src/db/migrations/*.sql))
+
+obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
+
+.PHONY: all deps run test unit fuzz fuzz-smoke integration bench clean format release asan
+all: build/release/queen
+
+release: build/release/queen
+asan: build/asan/queen
+
+deps:
+	@scripts/install-deps.sh
+
+build/gen/migrations.c: $(MIGRATIONS) scripts/embed-sql.sh
+	@mkdir -p $(@D)
+	scripts/embed-sql.sh $(MIGRATIONS) > $@
+
+define variant
+build/$(1)/obj/%.o: src/%.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+build/$(1)/obj/gen/migrations.o: build/gen/migrations.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+build/$(1)/obj/main.o: src/main.c
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+build/$(1)/queen: build/$(1)/obj/main.o $(call obj,$(1))
+	$$(CC) $$(LDFLAGS_$(1)) -o $$@ $$^ $$(LIBS)
+build/$(1)/tests/%: tests/unit/%.c $(call obj,$(1))
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS_$(1)) $$(LDFLAGS_$(1)) -o $$@ $$^ $$(LIBS) -lcmocka
+endef
+$(eval $(call variant,release))
+$(eval $(call variant,asan))
+
+UNIT_BINS := $(patsubst tests/unit/%.c,build/asan/tests/%,$(UNIT_SRC))
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t; done
+
+# Fuzz targets (libFuzzer, clang). `make fuzz` runs each for FUZZ_SECONDS; make test runs a
+# bounded smoke pass over the seed corpus plus fresh inputs.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 20000
+FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
+build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(GEN_SRC)
+	@mkdir -p $(@D)
+	$(FUZZCC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRC) $(GEN_SRC) -Ibuild/gen $(LIBS)
+fuzz: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n tests/fuzz/seeds/$$n; done
+fuzz-smoke: $(FUZZ_BINS)
+	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
+	  echo "== $$n"; $$f -runs=$(FUZZ_RUNS) -seed=1 build/fuzz/corpus/$$n tests/fuzz/seeds/$$n 2>&1 | tail -2; done
+
+integration: build/asan/queen build/release/queen
+	@scripts/run-integration.sh
+
+test: deps build/release/queen build/asan/queen
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory integration
+
+run: deps build/release/queen
+	exec build/release/queen
+
+bench: deps build/release/queen
+	@bench/run.sh $(BENCH_ARGS)
+
+format:
+	clang-format -i $$(find src tests -name '*.[ch]')
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)
