@@ -10,8 +10,12 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef MAX
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 #define UNUSED(x) (void)(x)
 #define STRLIT(s) (s), (sizeof(s) - 1)
 

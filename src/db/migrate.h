@@ -2,6 +2,8 @@
 #ifndef QUEEN_DB_MIGRATE_H
 #define QUEEN_DB_MIGRATE_H
 
+#include <stddef.h>
+
 struct migration {
     int version;
     const char *name;
@@ -10,5 +12,10 @@ struct migration {
 
 extern const struct migration queen_migrations[];
 extern const unsigned queen_migrations_count;
+
+struct pg_conn;
+/* Applies every migration newer than the database's version. c is a blocking connection. */
+int migrate_apply(struct pg_conn *c, char *err, size_t errlen);
+int migrate_schema_version(struct pg_conn *c);
 
 #endif

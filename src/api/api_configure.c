@@ -1,0 +1,117 @@
+/* api_configure.c — POST /api/v1/configure: create or reconfigure a queue (full overwrite of
+ * its options, namespace and task), and make sure its Default partition exists. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/util.h"
+#include "queue/options.h"
+#include "storage/logread.h"
+
+static const char CONFIGURE_SQL[] =
+    "WITH q AS (INSERT INTO queen.queues (tenant_id, name, namespace, task, options, configured) "
+    "  VALUES ($1::uuid, $2::text, $3::text, $4::text, $5::jsonb, true) "
+    "  ON CONFLICT (tenant_id, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task, "
+    "  options = excluded.options, configured = true, updated_at = now() RETURNING id, uuid), "
+    "c AS (INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM q ON CONFLICT DO NOTHING), "
+    "p AS (INSERT INTO queen.partitions (queue_id, name) SELECT id, 'Default' FROM q "
+    "  ON CONFLICT (queue_id, name) DO NOTHING RETURNING uuid) "
+    "SELECT q.uuid, coalesce((SELECT uuid FROM p), "
+    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')) FROM q";
+
+typedef struct cfg_ctx {
+    db_req dbr;
+    http_req *http;
+    const char *queue, *ns, *task;
+    queue_options opts;
+    char tenant[37];
+    buf optjson;
+    const char *values[5];
+} cfg_ctx;
+
+static void on_configured(db_req *d)
+{
+    cfg_ctx *c = d->arg;
+    http_req *r = c->http;
+    if (d->err != DB_OK || !d->res[0] || PQntuples(d->res[0]) != 1) {
+        if (d->err == DB_SQL || d->err == DB_OK)
+            http_respond_error(r, 500, "database error: %s", d->errmsg);
+        else
+            http_respond_error(r, 503, "%s", d->errmsg);
+        db_req_clear(d);
+        buf_free(&c->optjson);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"configured\":true,\"queueId\":");
+    jw_cstr(&b, PQgetvalue(d->res[0], 0, 0));
+    buf_puts(&b, ",\"partitionId\":");
+    if (PQgetisnull(d->res[0], 0, 1))
+        buf_puts(&b, "null");
+    else
+        jw_cstr(&b, PQgetvalue(d->res[0], 0, 1));
+    buf_puts(&b, ",\"queue\":");
+    jw_cstr(&b, c->queue);
+    buf_puts(&b, ",\"namespace\":");
+    jw_cstr(&b, c->ns);
+    buf_puts(&b, ",\"task\":");
+    jw_cstr(&b, c->task);
+    buf_puts(&b, ",\"options\":");
+    buf_append(&b, c->optjson.data, c->optjson.len);
+    buf_putc(&b, '}');
+    db_req_clear(d);
+    buf_free(&c->optjson);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+void api_configure(http_req *r)
+{
+    app *a = r->app;
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 0) < 0)
+        return;
+    cfg_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    size_t len;
+    char err[256] = "";
+    int rc = api_str_field(r, &d, 0, "queue", &c->queue, &len);
+    if (rc <= 0)
+        snprintf(err, sizeof err, "queue is required");
+    else if (len == 0 || len > 255 || memchr(c->queue, '\0', len))
+        snprintf(err, sizeof err, "queue name must be 1 to 255 bytes without NUL characters");
+    else if (api_str_field(r, &d, 0, "namespace", &c->ns, &len) < 0 || (c->ns && memchr(c->ns, '\0', len)))
+        snprintf(err, sizeof err, "namespace must be a string");
+    else if (api_str_field(r, &d, 0, "task", &c->task, &len) < 0 || (c->task && memchr(c->task, '\0', len)))
+        snprintf(err, sizeof err, "task must be a string");
+    else
+        queue_options_parse(&d, json_get(&d, 0, "options"), &c->opts, err, sizeof err);
+    json_doc_free(&d);
+    if (err[0]) {
+        http_respond_error(r, 400, "%s", err);
+        return;
+    }
+    if (!c->ns)
+        c->ns = "";
+    if (!c->task)
+        c->task = "";
+    buf_init(&c->optjson, 0);
+    queue_options_json(&c->opts, &c->optjson);
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = c->queue;
+    c->values[2] = c->ns;
+    c->values[3] = c->task;
+    c->values[4] = buf_cstr(&c->optjson);
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){CONFIGURE_SQL, 5, c->values, NULL, NULL, 0};
+    c->dbr.done = on_configured;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        buf_free(&c->optjson);
+        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+    }
+}

@@ -1,0 +1,228 @@
+/* api_ops.c — GET /health, GET /status, GET /metrics/prometheus, GET /metrics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "storage/logread.h"
+
+typedef struct ops_ctx {
+    db_req dbr;
+    http_req *http;
+} ops_ctx;
+
+static double uptime_s(const app *a)
+{
+    return (double)(mono_us() - a->started_mono_us) / 1e6;
+}
+
+static void health_body(http_req *r, int ok, const char *err)
+{
+    app *a = r->app;
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"status\":\"%s\",\"database\":\"%s\",\"server\":\"queen\",\"version\":\"%s\",\"node\":",
+               ok ? "healthy" : "unhealthy", ok ? "connected" : "disconnected", QUEEN_VERSION);
+    jw_cstr(&b, a->cfg->node_id);
+    buf_printf(&b, ",\"uptimeSeconds\":%.3f", uptime_s(a));
+    if (!ok && err) {
+        buf_puts(&b, ",\"error\":");
+        jw_cstr(&b, err);
+    }
+    buf_putc(&b, '}');
+    http_respond_json(r, ok ? 200 : 503, &b);
+    buf_free(&b);
+}
+
+static void on_health(db_req *d)
+{
+    ops_ctx *c = d->arg;
+    int ok = d->err == DB_OK && d->res[0] && PQresultStatus(d->res[0]) == PGRES_TUPLES_OK;
+    health_body(c->http, ok, d->errmsg);
+    db_req_clear(d);
+}
+
+void api_health(http_req *r)
+{
+    app *a = r->app;
+    if (a->shutting_down) {
+        health_body(r, 0, "server is shutting down");
+        return;
+    }
+    ops_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT 1", 0, NULL, NULL, NULL, 0};
+    c->dbr.done = on_health;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0)
+        health_body(r, 0, c->dbr.errmsg);
+}
+
+static void status_body(http_req *r, PGresult *queues, const char *dberr)
+{
+    app *a = r->app;
+    db_pool_stats ps;
+    db_pool_stats_get(a->db, &ps);
+    buf b;
+    buf_init(&b, 0);
+    char started[32];
+    format_iso_us(a->started_wall_us, started);
+    buf_puts(&b, "{\"node\":");
+    jw_cstr(&b, a->cfg->node_id);
+    buf_printf(&b, ",\"version\":\"%s\",\"startedAt\":\"%s\",\"uptimeSeconds\":%.3f,\"pid\":%d", QUEEN_VERSION,
+               started, uptime_s(a), (int)getpid());
+    buf_printf(&b, ",\"database\":{\"state\":\"%s\",\"embedded\":%s,\"pool\":{\"size\":%d,\"connected\":%d,"
+                   "\"busy\":%d,\"pending\":%d,\"reconnects\":%llu}",
+               db_pool_up(a->db) ? "connected" : "disconnected", a->emb ? "true" : "false", ps.size, ps.connected,
+               ps.busy, ps.pending, (unsigned long long)ps.reconnects);
+    buf_puts(&b, ",\"lastError\":");
+    const char *le = db_pool_last_error(a->db);
+    if (dberr)
+        jw_cstr(&b, dberr);
+    else if (le && *le && !db_pool_up(a->db))
+        jw_cstr(&b, le);
+    else
+        buf_puts(&b, "null");
+    buf_printf(&b, "},\"push\":{\"inflight\":%d,\"queued\":%d}", pusher_inflight(a->push), pusher_queued(a->push));
+    buf_puts(&b, ",\"queues\":");
+    if (!queues) {
+        buf_puts(&b, "null");
+    } else {
+        buf_putc(&b, '[');
+        int n = PQntuples(queues);
+        int64_t now = wall_us();
+        for (int i = 0; i < n; i++) {
+            if (i)
+                buf_putc(&b, ',');
+            int64_t safe = atoll(PQgetvalue(queues, i, 2));
+            buf_puts(&b, "{\"tenant\":");
+            jw_cstr(&b, PQgetvalue(queues, i, 0));
+            buf_puts(&b, ",\"queue\":");
+            jw_cstr(&b, PQgetvalue(queues, i, 1));
+            buf_puts(&b, ",\"namespace\":");
+            jw_cstr(&b, PQgetvalue(queues, i, 6));
+            buf_puts(&b, ",\"task\":");
+            jw_cstr(&b, PQgetvalue(queues, i, 7));
+            buf_printf(&b, ",\"configured\":%s,\"partitions\":%s,\"records\":%s,\"lastTs\":%s,\"safeTime\":%lld,"
+                           "\"safeLagSeconds\":%.6f}",
+                       PQgetvalue(queues, i, 8)[0] == 't' ? "true" : "false", PQgetvalue(queues, i, 3),
+                       PQgetvalue(queues, i, 4), PQgetvalue(queues, i, 5), (long long)safe,
+                       safe > 0 ? (double)(now - safe) / 1e6 : 0.0);
+        }
+        buf_putc(&b, ']');
+    }
+    buf_putc(&b, '}');
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void on_status(db_req *d)
+{
+    ops_ctx *c = d->arg;
+    PGresult *q = d->res[1];
+    status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL,
+                d->err != DB_OK && !q ? d->errmsg : NULL);
+    db_req_clear(d);
+}
+
+void api_status(http_req *r)
+{
+    app *a = r->app;
+    ops_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->dbr.nstmt = 2;
+    c->dbr.stmt[0] = (db_stmt){TICK_ALL_SQL, 0, NULL, NULL, NULL, 0};
+    c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 0, NULL, NULL, NULL, 0};
+    c->dbr.done = on_status;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0)
+        status_body(r, NULL, c->dbr.errmsg);
+}
+
+static uint64_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long size = 0, res = 0;
+    if (fscanf(f, "%lu %lu", &size, &res) != 2)
+        res = 0;
+    fclose(f);
+    return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void api_metrics_prometheus(http_req *r)
+{
+    app *a = r->app;
+    buf b;
+    buf_init(&b, 0);
+    metric_help(&b, "queen_uptime_seconds", "gauge", "Seconds since this node started");
+    metric_f64(&b, "queen_uptime_seconds", NULL, uptime_s(a));
+    metric_help(&b, "queen_process_resident_memory_bytes", "gauge", "Resident memory of this process");
+    metric_u64(&b, "queen_process_resident_memory_bytes", NULL, rss_bytes());
+    http_server_render_metrics(a->http, &b);
+    const pusher_metrics *pm = pusher_get_metrics(a->push);
+    metric_help(&b, "queen_push_records_total", "counter", "Records committed by push");
+    metric_u64(&b, "queen_push_records_total", NULL, mc_get(&pm->records));
+    metric_help(&b, "queen_push_bytes_total", "counter", "Payload bytes committed by push");
+    metric_u64(&b, "queen_push_bytes_total", NULL, mc_get(&pm->bytes));
+    metric_help(&b, "queen_push_duplicates_total", "counter", "Pushed items answered duplicate");
+    metric_u64(&b, "queen_push_duplicates_total", NULL, mc_get(&pm->duplicates));
+    metric_help(&b, "queen_push_commits_total", "counter", "Group commits of push requests");
+    metric_u64(&b, "queen_push_commits_total", NULL, mc_get(&pm->commits));
+    metric_help(&b, "queen_push_commit_failures_total", "counter", "Group commits that failed");
+    metric_u64(&b, "queen_push_commit_failures_total", NULL, mc_get(&pm->commit_failures));
+    metric_help(&b, "queen_push_commit_batch_records", "histogram", "Records per group commit");
+    metric_hist(&b, "queen_push_commit_batch_records", NULL, &pm->batch_records);
+    metric_help(&b, "queen_push_commit_batch_requests", "histogram", "Push requests per group commit");
+    metric_hist(&b, "queen_push_commit_batch_requests", NULL, &pm->batch_requests);
+    metric_help(&b, "queen_push_commit_seconds", "histogram", "Time from batch start to commit");
+    metric_hist(&b, "queen_push_commit_seconds", NULL, &pm->commit_seconds);
+    db_pool_stats ps;
+    db_pool_stats_get(a->db, &ps);
+    metric_help(&b, "queen_db_up", "gauge", "1 when at least one database connection is ready");
+    metric_u64(&b, "queen_db_up", NULL, (uint64_t)db_pool_up(a->db));
+    metric_help(&b, "queen_db_pool_size", "gauge", "Configured database connections");
+    metric_u64(&b, "queen_db_pool_size", NULL, (uint64_t)ps.size);
+    metric_help(&b, "queen_db_pool_connected", "gauge", "Database connections ready");
+    metric_u64(&b, "queen_db_pool_connected", NULL, (uint64_t)ps.connected);
+    metric_help(&b, "queen_db_pool_active", "gauge", "Database connections running a request");
+    metric_u64(&b, "queen_db_pool_active", NULL, (uint64_t)ps.busy);
+    metric_help(&b, "queen_db_pool_idle", "gauge", "Database connections ready and idle");
+    metric_u64(&b, "queen_db_pool_idle", NULL, (uint64_t)(ps.connected - ps.busy));
+    metric_help(&b, "queen_db_pool_waiting", "gauge", "Requests waiting for a database connection");
+    metric_u64(&b, "queen_db_pool_waiting", NULL, (uint64_t)ps.pending);
+    metric_help(&b, "queen_db_requests_total", "counter", "Database requests submitted");
+    metric_u64(&b, "queen_db_requests_total", NULL, ps.requests);
+    metric_help(&b, "queen_db_failures_total", "counter", "Database requests that failed");
+    metric_u64(&b, "queen_db_failures_total", NULL, ps.failures);
+    metric_help(&b, "queen_db_reconnects_total", "counter", "Database reconnection attempts");
+    metric_u64(&b, "queen_db_reconnects_total", NULL, ps.reconnects);
+    http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+    buf_free(&b);
+}
+
+void api_metrics_json(http_req *r)
+{
+    app *a = r->app;
+    db_pool_stats ps;
+    db_pool_stats_get(a->db, &ps);
+    const pusher_metrics *pm = pusher_get_metrics(a->push);
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b,
+               "{\"uptime\":%.3f,\"messages\":{\"total\":%llu},\"database\":{\"poolSize\":%d,\"idleConnections\":%d,"
+               "\"waitingRequests\":%d},\"memory\":{\"rss\":%llu}}",
+               uptime_s(a), (unsigned long long)mc_get(&pm->records), ps.size, ps.connected - ps.busy, ps.pending,
+               (unsigned long long)rss_bytes());
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}

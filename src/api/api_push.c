@@ -1,0 +1,200 @@
+/* api_push.c — POST /api/v1/push: validate every item, then hand the request to the group
+ * commit. Validation is all or nothing: the first bad item answers 400 and nothing is stored. */
+#include <stdio.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/util.h"
+#include "core/uuid.h"
+#include "storage/logread.h"
+
+/* names are stored as PostgreSQL text: bounded, and no NUL byte */
+#define NAME_MAX_BYTES 255
+#define TXN_MAX_BYTES 255
+
+typedef struct push_ctx {
+    push_req req;
+    http_req *http;
+} push_ctx;
+
+static void on_pushed(push_req *pr)
+{
+    push_ctx *pc = pr->arg;
+    http_req *r = pc->http;
+    if (pr->err_status) {
+        http_respond_error(r, pr->err_status, "%s", pr->err);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_putc(&b, '[');
+    for (uint32_t i = 0; i < pr->n; i++) {
+        push_item *it = &pr->items[i];
+        if (i)
+            buf_putc(&b, ',');
+        buf_puts(&b, "{\"index\":");
+        buf_put_u64(&b, i);
+        buf_puts(&b, ",\"transaction_id\":");
+        jw_string(&b, it->txn, it->txn_len);
+        buf_puts(&b, it->status == PUSH_DUPLICATE ? ",\"status\":\"duplicate\"" : ",\"status\":\"queued\"");
+        uuid mid;
+        uuid_message_id(it->partition_id, it->offset, &mid);
+        char ms[37];
+        uuid_format(&mid, ms);
+        buf_puts(&b, ",\"message_id\":");
+        jw_cstr(&b, ms);
+        if (it->status == PUSH_QUEUED) {
+            char pu[37];
+            format_uuid_text(it->partition_uuid, pu);
+            buf_puts(&b, ",\"partition_id\":");
+            jw_cstr(&b, pu);
+            buf_puts(&b, ",\"trace_id\":");
+            if (it->has_trace) {
+                char ts[37];
+                format_uuid_text(it->trace, ts);
+                jw_cstr(&b, ts);
+            } else {
+                buf_puts(&b, "null");
+            }
+        }
+        buf_puts(&b, ",\"queueName\":");
+        jw_string(&b, it->queue, it->queue_len);
+        buf_putc(&b, '}');
+    }
+    buf_putc(&b, ']');
+    http_respond_json(r, 201, &b);
+    buf_free(&b);
+}
+
+static int has_nul(const char *s, size_t n)
+{
+    return memchr(s, '\0', n) != NULL;
+}
+
+void api_push(http_req *r)
+{
+    app *a = r->app;
+    json_doc d;
+    /* root(0) → items(1) → item(2) → field values(3): payload internals are not tokenised */
+    if (api_parse_body_or_respond(r, &d, 3) < 0)
+        return;
+    int items = json_get(&d, 0, "items");
+    if (json_type_of(&d, items) != JSON_ARRAY) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "items array is required");
+        return;
+    }
+    uint32_t n = d.toks[items].count;
+    if (n == 0) {
+        json_doc_free(&d);
+        http_respond(r, 201, "application/json", "[]", 2);
+        return;
+    }
+    push_ctx *pc = arena_alloc(&r->ar, sizeof *pc);
+    memset(pc, 0, sizeof *pc);
+    pc->http = r;
+    push_req *pr = &pc->req;
+    memcpy(pr->tenant, r->tenant, 16);
+    if (r->subject) {
+        pr->producer = r->subject;
+        pr->producer_len = (uint32_t)strlen(r->subject);
+    }
+    pr->items = arena_alloc(&r->ar, n * sizeof *pr->items);
+    memset(pr->items, 0, n * sizeof *pr->items);
+    pr->n = n;
+    pr->done = on_pushed;
+    pr->arg = pc;
+    int it = json_first(&d, items);
+    for (uint32_t i = 0; i < n; i++, it = json_next(&d, it)) {
+        push_item *pi = &pr->items[i];
+        if (json_type_of(&d, it) != JSON_OBJECT) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Each item must be an object (items[%u] is not)", i);
+            return;
+        }
+        const char *s;
+        size_t len;
+        int rc = api_str_field(r, &d, it, "queue", &s, &len);
+        if (rc <= 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Queue must be a string");
+            return;
+        }
+        if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
+                               NAME_MAX_BYTES, i);
+            return;
+        }
+        pi->queue = s;
+        pi->queue_len = (uint32_t)len;
+        rc = api_str_field(r, &d, it, "partition", &s, &len);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Partition must be a string");
+            return;
+        }
+        if (rc == 0) {
+            s = "Default";
+            len = 7;
+        }
+        if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
+                               NAME_MAX_BYTES, i);
+            return;
+        }
+        pi->partition = s;
+        pi->partition_len = (uint32_t)len;
+        rc = api_str_field(r, &d, it, "transactionId", &s, &len);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "TransactionId must be a string");
+            return;
+        }
+        if (rc == 1 && len > 0) {
+            if (len > TXN_MAX_BYTES || has_nul(s, len)) {
+                json_doc_free(&d);
+                http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
+                                   TXN_MAX_BYTES, i);
+                return;
+            }
+            pi->txn = s;
+            pi->txn_len = (uint32_t)len;
+            pi->txn_producer = 1;
+        } else {
+            uuid u;
+            uuid_v7(&u);
+            char *t = arena_alloc(&r->ar, 37);
+            uuid_format(&u, t);
+            pi->txn = t;
+            pi->txn_len = 36;
+        }
+        rc = api_str_field(r, &d, it, "traceId", &s, &len);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "TraceId must be a string");
+            return;
+        }
+        if (rc == 1 && len > 0) {
+            uuid u;
+            if (uuid_parse(s, len, &u) < 0) {
+                json_doc_free(&d);
+                http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
+                return;
+            }
+            memcpy(pi->trace, u.b, 16);
+            pi->has_trace = 1;
+        }
+        int pl = json_get(&d, it, "payload");
+        if (pl >= 0) {
+            size_t plen;
+            const char *raw = json_raw(&d, pl, &plen);
+            pi->payload = raw;
+            pi->payload_len = (uint32_t)plen;
+        }
+    }
+    json_doc_free(&d);
+    http_async(r);
+    pusher_submit(a->push, pr);
+}

@@ -1,0 +1,52 @@
+/* app.h — the node: every long-lived object the handlers reach, owned by main. */
+#ifndef QUEEN_API_APP_H
+#define QUEEN_API_APP_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "db/embedded.h"
+#include "db/pg.h"
+#include "http/server.h"
+#include "storage/push.h"
+
+#define QUEEN_VERSION "0.2.0"
+
+extern const uint8_t DEFAULT_TENANT[16];
+
+typedef struct app {
+    const queen_config *cfg;
+    uv_loop_t *loop;
+    db_pool *db;
+    pusher *push;
+    http_server *http;
+    embedded_pg *emb;    /* NULL with an external database */
+    int64_t started_wall_us;
+    uint64_t started_mono_us;
+    int shutting_down;
+} app;
+
+void api_register(app *a);
+
+/* Route handlers (one file per concern). */
+void api_push(http_req *r);
+void api_fetch(http_req *r);
+void api_partitions_changed(http_req *r);
+void api_configure(http_req *r);
+void api_health(http_req *r);
+void api_status(http_req *r);
+void api_metrics_prometheus(http_req *r);
+void api_metrics_json(http_req *r);
+
+/* Shared request-body helpers: parse the body as a JSON object or answer 400 (the _or_respond
+ * suffix: on -1 the client has been answered). */
+#include "json/json.h"
+int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth);
+/* A string field of an object: 1 present (decoded into the request arena, NUL-terminated),
+ * 0 absent or null, -1 wrong type. */
+int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
+/* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
+int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
+
+#endif

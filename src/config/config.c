@@ -1,0 +1,326 @@
+/* config.c — the environment table and its parser. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+static int is_blank(const char *v)
+{
+    if (!v)
+        return 1;
+    for (; *v; v++)
+        if (*v != ' ' && *v != '\t' && *v != '\n' && *v != '\r')
+            return 0;
+    return 1;
+}
+
+const char *cfg_raw(const cfg_opt *row, config_getenv_fn get, const char **used_name)
+{
+    const char *v = get(row->name);
+    if (!is_blank(v)) {
+        if (used_name)
+            *used_name = row->name;
+        return v;
+    }
+    if (row->alias) {
+        v = get(row->alias);
+        if (!is_blank(v)) {
+            if (used_name)
+                *used_name = row->alias;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    while (*v == ' ' || *v == '\t')
+        v++;
+    if (!*v)
+        return -1;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v)
+        return -1;
+    while (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')
+        end++;
+    if (*end)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_bool(const char *v, int64_t *out)
+{
+    static const char *const t[] = {"true", "1", "yes", "on"};
+    static const char *const f[] = {"false", "0", "no", "off"};
+    size_t n = strlen(v);
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\n' || v[n - 1] == '\r' || v[n - 1] == '\t'))
+        n--;
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    for (size_t i = 0; i < 4; i++) {
+        if (ascii_ieq(v, n, t[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (ascii_ieq(v, n, f[i])) {
+            *out = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void choices_list(const char *const *choices, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; choices[i]; i++)
+        n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i ? ", " : "", choices[i]);
+}
+
+int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
+              char *err, size_t errlen)
+{
+    char *base = target;
+    for (size_t i = 0; i < nrows; i++) {
+        const cfg_opt *r = &rows[i];
+        const char *name = r->name;
+        const char *v = cfg_raw(r, get, &name);
+        void *slot = base + r->offset;
+        if (!v && r->required) {
+            snprintf(err, errlen, "ERROR boot: FATAL: %s: %s is not set. %s", context, r->name, r->what);
+            return -1;
+        }
+        switch (r->type) {
+        case CFG_INT: {
+            int64_t x = r->def;
+            if (v && (parse_int(v, &x) < 0 || x < r->lo || x > r->hi)) {
+                snprintf(err, errlen, "ERROR boot: FATAL: %s: %s=%s is outside %lld..=%lld. %s", context, name, v,
+                         (long long)r->lo, (long long)r->hi, r->what);
+                return -1;
+            }
+            *(int64_t *)slot = x;
+            break;
+        }
+        case CFG_BOOL: {
+            int64_t x = r->def;
+            if (v && parse_bool(v, &x) < 0) {
+                snprintf(err, errlen, "ERROR boot: FATAL: %s: %s=%s is not one of true, false. %s", context, name, v,
+                         r->what);
+                return -1;
+            }
+            *(int64_t *)slot = x;
+            break;
+        }
+        case CFG_ENUM: {
+            int idx = (int)r->def;
+            if (v) {
+                size_t n = strlen(v);
+                while (n && (v[n - 1] == ' ' || v[n - 1] == '\n' || v[n - 1] == '\r'))
+                    n--;
+                idx = -1;
+                for (int k = 0; r->choices[k]; k++)
+                    if (ascii_ieq(v, n, r->choices[k]))
+                        idx = k;
+                if (idx < 0) {
+                    char list[256];
+                    choices_list(r->choices, list, sizeof list);
+                    snprintf(err, errlen, "ERROR boot: FATAL: %s: %s=%s is not one of %s. %s", context, name, v, list,
+                             r->what);
+                    return -1;
+                }
+            }
+            *(int *)slot = idx;
+            break;
+        }
+        case CFG_STRING: {
+            char **s = slot;
+            free(*s);
+            *s = v ? xstrdup(v) : r->def_str ? xstrdup(r->def_str) : NULL;
+            break;
+        }
+        }
+    }
+    return 0;
+}
+
+static const char *const log_levels[] = {"trace", "debug", "info", "warn", "error", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+
+#define OFF(f) offsetof(queen_config, f)
+static const cfg_opt broker_rows[] = {
+    {"PORT", "QUEEN_PORT", CFG_INT, OFF(port), 6632, 1, 65535, NULL, NULL, 0,
+     "It is the TCP port the HTTP API listens on"},
+    {"HOST", "QUEEN_HOST", CFG_STRING, OFF(host), 0, 0, 0, "0.0.0.0", NULL, 0,
+     "It is the address the HTTP API listens on"},
+    {"QUEEN_DATA_DIR", NULL, CFG_STRING, OFF(data_dir), 0, 0, 0, "./queen-data", NULL, 0,
+     "It is the directory that holds the embedded PostgreSQL cluster"},
+    {"QUEEN_LOG_LEVEL", "LOG_LEVEL", CFG_ENUM, OFF(log_level), LOG_INFO, 0, 0, NULL, log_levels, 0,
+     "It is the least severe level that is logged"},
+    {"QUEEN_LOG_FORMAT", NULL, CFG_ENUM, OFF(log_format), LOG_FORMAT_TEXT, 0, 0, NULL, log_formats, 0,
+     "It is the shape of each log line"},
+    {"QUEEN_PG_URL", NULL, CFG_STRING, OFF(pg_url), 0, 0, 0, NULL, NULL, 0,
+     "It is the libpq connection string or URI of an external PostgreSQL"},
+    {"PG_HOST", NULL, CFG_STRING, OFF(pg_host), 0, 0, 0, NULL, NULL, 0, "It is the external PostgreSQL host"},
+    {"PG_PORT", NULL, CFG_STRING, OFF(pg_port_s), 0, 0, 0, NULL, NULL, 0, "It is the external PostgreSQL port"},
+    {"PG_USER", NULL, CFG_STRING, OFF(pg_user), 0, 0, 0, NULL, NULL, 0, "It is the external PostgreSQL user"},
+    {"PG_PASSWORD", NULL, CFG_STRING, OFF(pg_password), 0, 0, 0, NULL, NULL, 0,
+     "It is the external PostgreSQL password"},
+    {"PG_DB", NULL, CFG_STRING, OFF(pg_db), 0, 0, 0, NULL, NULL, 0, "It is the external PostgreSQL database"},
+    {"PG_USE_SSL", NULL, CFG_BOOL, OFF(pg_use_ssl), 0, 0, 1, NULL, NULL, 0,
+     "It makes the external PostgreSQL connection require TLS"},
+    {"QUEEN_PG_BIN_DIR", NULL, CFG_STRING, OFF(pg_bin_dir), 0, 0, 0, NULL, NULL, 0,
+     "It is where initdb and pg_ctl are found for the embedded cluster"},
+    {"DB_POOL_SIZE", "QUEEN_DB_POOL_SIZE", CFG_INT, OFF(db_pool_size), 8, 1, 1000, NULL, NULL, 0,
+     "It is how many PostgreSQL connections this node keeps open for requests"},
+    {"DB_STATEMENT_TIMEOUT", NULL, CFG_INT, OFF(db_statement_timeout_ms), 30000, 0, 3600000, NULL, NULL, 0,
+     "It is how long in milliseconds one SQL statement may run (0 = no limit)"},
+    {"DB_CONNECTION_TIMEOUT", NULL, CFG_INT, OFF(db_connect_timeout_ms), 5000, 500, 600000, NULL, NULL, 0,
+     "It is how long in milliseconds a PostgreSQL connection attempt may take"},
+    {"QUEEN_MAX_BODY_BYTES", NULL, CFG_INT, OFF(max_body_bytes), 64 << 20, 1024, 1 << 30, NULL, NULL, 0,
+     "It is the largest request body accepted, in bytes; larger ones get 413"},
+    {"QUEEN_DEDUP_WINDOW_SECONDS", NULL, CFG_INT, OFF(dedup_window_s), 86400, 1, 31536000, NULL, NULL, 0,
+     "It is how long a producer's transactionId is remembered to answer duplicate"},
+    {"QUEEN_PUSH_MAX_BATCH", NULL, CFG_INT, OFF(push_max_batch), 10000, 1, 1000000, NULL, NULL, 0,
+     "It is the most records one group commit carries"},
+    {"QUEEN_PUSH_MAX_INFLIGHT", NULL, CFG_INT, OFF(push_max_inflight), 4, 1, 64, NULL, NULL, 0,
+     "It is how many push transactions this node keeps in flight at once"},
+    {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
+     "It is how long SIGTERM waits for requests in flight before exiting anyway"},
+};
+#undef OFF
+
+static const char *const node_id_what = "It names this node in status, logs and the sink's leases";
+
+char *config_node_id(const char *value, const char *hostname, int64_t port, char *err, size_t errlen)
+{
+    if (!value) {
+        char tmp[300];
+        if (port == 6632)
+            snprintf(tmp, sizeof tmp, "%s", hostname);
+        else
+            snprintf(tmp, sizeof tmp, "%s:%lld", hostname, (long long)port);
+        return xstrdup(tmp);
+    }
+    size_t n = strlen(value);
+    if (ascii_ieq(value, n, "ordinal")) {
+        size_t hl = strlen(hostname), k = hl;
+        while (k > 0 && hostname[k - 1] >= '0' && hostname[k - 1] <= '9')
+            k--;
+        if (k == hl) {
+            snprintf(err, errlen,
+                     "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%s needs a hostname ending in a number, and this "
+                     "host is %s. %s",
+                     value, hostname, node_id_what);
+            return NULL;
+        }
+        /* strip leading zeros but keep one digit */
+        while (k + 1 < hl && hostname[k] == '0')
+            k++;
+        return xstrdup(hostname + k);
+    }
+    if (n > 128) {
+        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%.40s... is longer than 128 bytes. %s", value,
+                 node_id_what);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if (c <= 0x20 || c == 0x7f || c == '"' || c == '\\') {
+            snprintf(err, errlen,
+                     "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%s may not contain spaces, quotes, backslashes or "
+                     "control characters. %s",
+                     value, node_id_what);
+            return NULL;
+        }
+    }
+    return xstrdup(value);
+}
+
+/* Builds a libpq keyword=value string; values are quoted per libpq rules. */
+static void conninfo_add(char *out, size_t cap, const char *key, const char *val)
+{
+    size_t n = strlen(out);
+    n += (size_t)snprintf(out + n, cap - n, "%s%s='", n ? " " : "", key);
+    for (const char *p = val; *p && n + 3 < cap; p++) {
+        if (*p == '\'' || *p == '\\')
+            out[n++] = '\\';
+        out[n++] = *p;
+    }
+    if (n + 2 < cap) {
+        out[n++] = '\'';
+        out[n] = '\0';
+    }
+}
+
+int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    if (cfg_parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0)
+        return -1;
+    /* node identity: QUEEN_NODE_ID, or the spec's QUEEN_RAFT_NODE_ID */
+    static const cfg_opt node_row = {"QUEEN_NODE_ID", "QUEEN_RAFT_NODE_ID", CFG_STRING, 0, 0, 0, 0,
+                                     NULL, NULL, 0, NULL};
+    const char *nv = cfg_raw(&node_row, get, NULL);
+    char host[256] = "localhost";
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    const char *hn = get("HOSTNAME");
+    if (!is_blank(hn) && strlen(hn) < sizeof host)
+        snprintf(host, sizeof host, "%s", hn);
+    c->node_id = config_node_id(nv, host, c->port, err, errlen);
+    if (!c->node_id)
+        return -1;
+    if (c->pg_port_s) {
+        int64_t p;
+        if (parse_int(c->pg_port_s, &p) < 0 || p < 1 || p > 65535) {
+            snprintf(err, errlen, "ERROR boot: FATAL: queen: PG_PORT=%s is outside 1..=65535. %s", c->pg_port_s,
+                     "It is the external PostgreSQL port");
+            return -1;
+        }
+    }
+    char ci[2048] = "";
+    if (c->pg_url) {
+        c->pg_external = 1;
+        c->pg_conninfo = xstrdup(c->pg_url);
+    } else if (c->pg_host || c->pg_port_s || c->pg_user || c->pg_password || c->pg_db) {
+        c->pg_external = 1;
+        conninfo_add(ci, sizeof ci, "host", c->pg_host ? c->pg_host : "localhost");
+        conninfo_add(ci, sizeof ci, "port", c->pg_port_s ? c->pg_port_s : "5432");
+        conninfo_add(ci, sizeof ci, "user", c->pg_user ? c->pg_user : "postgres");
+        if (c->pg_password)
+            conninfo_add(ci, sizeof ci, "password", c->pg_password);
+        conninfo_add(ci, sizeof ci, "dbname", c->pg_db ? c->pg_db : "postgres");
+        conninfo_add(ci, sizeof ci, "sslmode", c->pg_use_ssl ? "require" : "prefer");
+        c->pg_conninfo = xstrdup(ci);
+    }
+    return 0;
+}
+
+void config_free(queen_config *c)
+{
+    free(c->host);
+    free(c->data_dir);
+    free(c->node_id);
+    free(c->pg_url);
+    free(c->pg_host);
+    free(c->pg_port_s);
+    free(c->pg_user);
+    free(c->pg_password);
+    free(c->pg_db);
+    free(c->pg_conninfo);
+    free(c->pg_bin_dir);
+    memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,521 @@
+/* server.c — libh2o server, route table, request contexts, CORS, per-route metrics. */
+#include "server.h"
+
+#include <h2o.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "json/json.h"
+
+#define MAX_ROUTES 128
+#define MAX_STATUSES 16
+
+typedef struct route_stats {
+    int n;
+    struct {
+        int status;
+        mcounter count;
+    } s[MAX_STATUSES];
+    mhist seconds;
+} route_stats;
+
+typedef struct route {
+    const char *method;
+    const char *pattern;
+    const char *segs[12];
+    int nsegs;
+    http_handler fn;
+    enum http_access access;
+    route_stats stats;
+} route;
+
+struct http_server {
+    uv_loop_t *loop;
+    void *app;
+    char *host;
+    int port;
+    size_t max_body;
+    uint8_t default_tenant[16];
+    h2o_globalconf_t config;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    uv_tcp_t listener;
+    int listening;
+    int stopping;
+    int inflight;
+    route routes[MAX_ROUTES];
+    int nroutes;
+    route other; /* unmatched requests, for metrics */
+};
+
+typedef struct handler_box {
+    h2o_handler_t super;
+    http_server *srv;
+} handler_box;
+
+static const double latency_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+
+static void stats_count(route *rt, int status, uint64_t us)
+{
+    route_stats *st = &rt->stats;
+    for (int i = 0; i < st->n; i++) {
+        if (st->s[i].status == status) {
+            mc_add(&st->s[i].count, 1);
+            goto lat;
+        }
+    }
+    if (st->n < MAX_STATUSES) {
+        st->s[st->n].status = status;
+        mc_add(&st->s[st->n].count, 1);
+        st->n++;
+    }
+lat:
+    mhist_observe(&st->seconds, us);
+}
+
+long url_decode(const char *in, size_t n, char *out, int plus_is_space)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (c == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int hi = -1, lo = -1;
+            char a = in[i + 1], b = in[i + 2];
+            hi = (a >= '0' && a <= '9') ? a - '0' : (a >= 'a' && a <= 'f') ? a - 'a' + 10 : (a >= 'A' && a <= 'F') ? a - 'A' + 10 : -1;
+            lo = (b >= '0' && b <= '9') ? b - '0' : (b >= 'a' && b <= 'f') ? b - 'a' + 10 : (b >= 'A' && b <= 'F') ? b - 'A' + 10 : -1;
+            if (hi < 0 || lo < 0)
+                return -1;
+            out[o++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            out[o++] = ' ';
+        } else {
+            out[o++] = c;
+        }
+    }
+    out[o] = '\0';
+    return (long)o;
+}
+
+static void ctx_free(http_req *r)
+{
+    http_server *s = r->srv;
+    if (r->async)
+        s->inflight--;
+    free(r->body);
+    arena_free(&r->ar);
+    free(r);
+}
+
+typedef struct ctx_handle {
+    http_req *r;
+} ctx_handle;
+
+static void on_h2o_dispose(void *p)
+{
+    ctx_handle *h = p;
+    http_req *r = h->r;
+    r->h2o_req = NULL;
+    if (!r->async || r->responded)
+        ctx_free(r);
+}
+
+int http_client_gone(const http_req *r)
+{
+    return r->h2o_req == NULL;
+}
+
+void http_async(http_req *r)
+{
+    if (!r->async) {
+        r->async = 1;
+        r->srv->inflight++;
+    }
+}
+
+static void add_cors(h2o_req_t *req)
+{
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-origin"), 0, NULL,
+                          H2O_STRLIT("*"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-methods"), 0, NULL,
+                          H2O_STRLIT("GET, POST, PUT, DELETE, OPTIONS"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-headers"), 0, NULL,
+                          H2O_STRLIT("Content-Type, Authorization"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-max-age"), 0, NULL,
+                          H2O_STRLIT("86400"));
+}
+
+static const char *reason_for(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "OK";
+    }
+}
+
+void http_respond(http_req *r, int status, const char *content_type, const char *body, size_t len)
+{
+    if (r->responded)
+        return;
+    r->responded = 1;
+    http_server *s = r->srv;
+    route *rt = r->route >= 0 ? &s->routes[r->route] : &s->other;
+    stats_count(rt, status, mono_us() - r->start_us);
+    h2o_req_t *req = r->h2o_req;
+    if (!req) {
+        /* the client went away while we worked: nothing to send, and h2o is done with us */
+        ctx_free(r);
+        return;
+    }
+    req->res.status = status;
+    req->res.reason = reason_for(status);
+    if (content_type)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
+    add_cors(req);
+    req->res.content_length = len;
+    h2o_send_inline(req, body, len);
+    /* the context is freed by on_h2o_dispose once h2o is done with the response */
+}
+
+void http_respond_json(http_req *r, int status, const buf *json)
+{
+    http_respond(r, status, "application/json", json->data ? json->data : "", json->len);
+}
+
+void http_respond_error(http_req *r, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"error\":");
+    jw_cstr(&b, msg);
+    buf_putc(&b, '}');
+    http_respond_json(r, status, &b);
+    buf_free(&b);
+}
+
+const char *http_query(http_req *r, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *q = r->query;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t seg = amp ? (size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', seg);
+        size_t klen = eq ? (size_t)(eq - q) : seg;
+        char kbuf[128];
+        if (klen < sizeof kbuf) {
+            long kd = url_decode(q, klen, kbuf, 1);
+            if (kd == (long)nl && memcmp(kbuf, name, nl) == 0) {
+                const char *v = eq ? eq + 1 : q + seg;
+                size_t vl = eq ? seg - klen - 1 : 0;
+                char *out = arena_alloc(&r->ar, vl + 1);
+                if (url_decode(v, vl, out, 1) < 0)
+                    return NULL;
+                return out;
+            }
+        }
+        if (!amp)
+            break;
+        q = amp + 1;
+    }
+    return NULL;
+}
+
+const char *http_header(http_req *r, const char *name)
+{
+    h2o_req_t *req = r->h2o_req;
+    if (!req)
+        return NULL;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < req->headers.size; i++) {
+        h2o_header_t *h = &req->headers.entries[i];
+        if (h->name->len == nl && ascii_ieq(h->name->base, nl, name))
+            return arena_strndup(&r->ar, h->value.base, h->value.len);
+    }
+    return NULL;
+}
+
+/* Splits a decoded path into segments (in place) and matches it against the routes. */
+static int match(http_server *s, http_req *r, char *path, int *method_mismatch)
+{
+    const char *segs[16];
+    int nsegs = 0;
+    char *p = path;
+    while (*p == '/')
+        p++;
+    while (*p && nsegs < 16) {
+        segs[nsegs++] = p;
+        char *sl = strchr(p, '/');
+        if (!sl)
+            break;
+        *sl = '\0';
+        p = sl + 1;
+    }
+    if (*p && nsegs == 16)
+        return -1;
+    /* a trailing slash leaves an empty last segment: ignore it */
+    if (nsegs > 0 && segs[nsegs - 1][0] == '\0')
+        nsegs--;
+    *method_mismatch = 0;
+    for (int i = 0; i < s->nroutes; i++) {
+        route *rt = &s->routes[i];
+        if (rt->nsegs != nsegs)
+            continue;
+        int ok = 1, np = 0;
+        for (int k = 0; k < nsegs && ok; k++) {
+            if (rt->segs[k][0] == ':') {
+                if (segs[k][0] == '\0') {
+                    ok = 0;
+                    break;
+                }
+                if (np < HTTP_MAX_PARAMS) {
+                    r->params[np] = segs[k];
+                    r->param_lens[np] = strlen(segs[k]);
+                    np++;
+                }
+            } else if (strcmp(rt->segs[k], segs[k]) != 0) {
+                ok = 0;
+            }
+        }
+        if (!ok)
+            continue;
+        if (strcmp(rt->method, r->method) != 0) {
+            *method_mismatch = 1;
+            continue;
+        }
+        return i;
+    }
+    return -1;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    http_server *s = ((handler_box *)self)->srv;
+    http_req *r = xcalloc(1, sizeof *r);
+    r->srv = s;
+    r->app = s->app;
+    r->h2o_req = req;
+    r->route = -1;
+    r->start_us = mono_us();
+    arena_init(&r->ar);
+    memcpy(r->tenant, s->default_tenant, 16);
+    ctx_handle *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, on_h2o_dispose);
+    h->r = r;
+    r->method = arena_strndup(&r->ar, req->method.base, req->method.len);
+    size_t plen = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    r->query = req->query_at != SIZE_MAX ? arena_strndup(&r->ar, req->path.base + req->query_at + 1,
+                                                         req->path.len - req->query_at - 1)
+                                         : "";
+    char *raw = arena_strndup(&r->ar, req->path.base, plen);
+    r->path = raw;
+
+    if (strcmp(r->method, "OPTIONS") == 0) {
+        http_respond(r, 204, NULL, "", 0);
+        return 0;
+    }
+    /* match on the raw path (so an encoded '/' inside a name stays inside its segment), then
+     * decode each parameter */
+    char *work = arena_strndup(&r->ar, raw, plen);
+    int mismatch = 0;
+    int idx = match(s, r, work, &mismatch);
+    if (idx < 0) {
+        if (mismatch)
+            http_respond_error(r, 405, "method %s is not allowed on %s", r->method, r->path);
+        else
+            http_respond_error(r, 404, "Not found");
+        return 0;
+    }
+    r->route = idx;
+    for (int i = 0; i < HTTP_MAX_PARAMS && r->params[i]; i++) {
+        char *d = arena_alloc(&r->ar, r->param_lens[i] + 1);
+        long dl = url_decode(r->params[i], r->param_lens[i], d, 0);
+        if (dl < 0) {
+            http_respond_error(r, 400, "invalid percent-encoding in the path");
+            return 0;
+        }
+        r->params[i] = d;
+        r->param_lens[i] = (size_t)dl;
+    }
+    if (s->stopping) {
+        http_respond_error(r, 503, "server is shutting down");
+        return 0;
+    }
+    if (req->entity.base) {
+        if (req->entity.len > s->max_body) {
+            http_respond_error(r, 413, "request body of %zu bytes is larger than the limit of %zu bytes",
+                               req->entity.len, s->max_body);
+            return 0;
+        }
+        r->body = xmalloc(req->entity.len + 1);
+        memcpy(r->body, req->entity.base, req->entity.len);
+        r->body[req->entity.len] = '\0';
+        r->body_len = req->entity.len;
+    }
+    s->routes[idx].fn(r);
+    return 0;
+}
+
+static void on_conn_close(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void on_accept(uv_stream_t *listener, int status)
+{
+    http_server *s = listener->data;
+    if (status != 0)
+        return;
+    uv_tcp_t *conn = xmalloc(sizeof *conn);
+    uv_tcp_init(s->loop, conn);
+    if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
+        uv_close((uv_handle_t *)conn, on_conn_close);
+        return;
+    }
+    uv_tcp_nodelay(conn, 1);
+    h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, on_conn_close);
+    h2o_accept(&s->accept_ctx, sock);
+}
+
+http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *app)
+{
+    http_server *s = xcalloc(1, sizeof *s);
+    s->loop = loop;
+    s->app = app;
+    s->host = xstrdup(o->host);
+    s->port = o->port;
+    s->max_body = o->max_body_bytes;
+    memcpy(s->default_tenant, o->default_tenant, 16);
+    h2o_config_init(&s->config);
+    s->config.server_name = h2o_iovec_init(H2O_STRLIT("queen"));
+    /* h2o refuses bodies past its own limit with a plain-text 413; keep it above ours so
+     * every body up to twice the limit gets the JSON answer from on_req */
+    s->config.max_request_entity_size = o->max_body_bytes * 2 + 65536;
+    s->config.http1.upgrade_to_http2 = 1;
+    h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    handler_box *hb = (handler_box *)h2o_create_handler(path, sizeof *hb);
+    hb->super.on_req = on_req;
+    hb->srv = s;
+    h2o_context_init(&s->ctx, loop, &s->config);
+    s->accept_ctx.ctx = &s->ctx;
+    s->accept_ctx.hosts = s->config.hosts;
+    mhist_init(&s->other.stats.seconds, latency_bounds, (int)ARRAY_LEN(latency_bounds), 1e6);
+    s->other.pattern = "other";
+    return s;
+}
+
+void http_route(http_server *s, const char *method, const char *pattern, http_handler fn, enum http_access access)
+{
+    if (s->nroutes >= MAX_ROUTES)
+        abort();
+    route *rt = &s->routes[s->nroutes++];
+    rt->method = method;
+    rt->pattern = pattern;
+    rt->fn = fn;
+    rt->access = access;
+    char *copy = xstrdup(pattern);
+    char *save = NULL;
+    for (char *t = strtok_r(copy, "/", &save); t && rt->nsegs < 12; t = strtok_r(NULL, "/", &save))
+        rt->segs[rt->nsegs++] = t;
+    /* copy is owned by the route table for the server's lifetime (freed in http_server_free) */
+    mhist_init(&rt->stats.seconds, latency_bounds, (int)ARRAY_LEN(latency_bounds), 1e6);
+}
+
+int http_server_listen(http_server *s)
+{
+    struct sockaddr_storage addr;
+    int rc;
+    if (strchr(s->host, ':'))
+        rc = uv_ip6_addr(s->host, s->port, (struct sockaddr_in6 *)&addr);
+    else
+        rc = uv_ip4_addr(s->host, s->port, (struct sockaddr_in *)&addr);
+    if (rc != 0) {
+        log_error("http", "invalid listen address %s: %s", s->host, uv_strerror(rc));
+        return -1;
+    }
+    uv_tcp_init(s->loop, &s->listener);
+    s->listener.data = s;
+    if ((rc = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0)) != 0 ||
+        (rc = uv_listen((uv_stream_t *)&s->listener, 1024, on_accept)) != 0) {
+        log_error("http", "cannot listen on %s:%d: %s", s->host, s->port, uv_strerror(rc));
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        return -1;
+    }
+    s->listening = 1;
+    log_info("http", "listening on %s:%d", s->host, s->port);
+    return 0;
+}
+
+void http_server_stop_accepting(http_server *s)
+{
+    s->stopping = 1;
+    if (s->listening) {
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        s->listening = 0;
+    }
+    h2o_context_request_shutdown(&s->ctx);
+}
+
+int http_server_inflight(const http_server *s)
+{
+    return s->inflight;
+}
+
+void http_server_free(http_server *s)
+{
+    h2o_context_dispose(&s->ctx);
+    h2o_config_dispose(&s->config);
+    for (int i = 0; i < s->nroutes; i++)
+        free((char *)s->routes[i].segs[0]);
+    free(s->host);
+    free(s);
+}
+
+void http_server_render_metrics(http_server *s, buf *b)
+{
+    metric_help(b, "queen_http_requests_total", "counter", "HTTP requests answered, by route and status");
+    for (int i = 0; i <= s->nroutes; i++) {
+        route *rt = i < s->nroutes ? &s->routes[i] : &s->other;
+        for (int k = 0; k < rt->stats.n; k++) {
+            char lab[256];
+            snprintf(lab, sizeof lab, "method=\"%s\",route=\"%s\",status=\"%d\"", rt->method ? rt->method : "",
+                     rt->pattern, rt->stats.s[k].status);
+            metric_u64(b, "queen_http_requests_total", lab, mc_get(&rt->stats.s[k].count));
+        }
+    }
+    metric_help(b, "queen_http_request_duration_seconds", "histogram", "Time from request to response, by route");
+    for (int i = 0; i <= s->nroutes; i++) {
+        route *rt = i < s->nroutes ? &s->routes[i] : &s->other;
+        if (atomic_load(&rt->stats.seconds.count) == 0)
+            continue;
+        char lab[256];
+        snprintf(lab, sizeof lab, "method=\"%s\",route=\"%s\"", rt->method ? rt->method : "", rt->pattern);
+        metric_hist(b, "queen_http_request_duration_seconds", lab, &rt->stats.seconds);
+    }
+}

@@ -1,0 +1,84 @@
+/* server.h — the HTTP front: libh2o on the libuv loop, a route table, per-request contexts.
+ *
+ * Request lifecycle. Each request gets an http_req (heap) that outlives h2o's request object:
+ * h2o frees its request when the client goes away, even while a handler still waits for the
+ * database. The handler marks itself async (http_async), and whoever finishes last frees the
+ * context: h2o's dispose callback if the response was sent, or http_respond if the client was
+ * already gone. Handlers therefore always end by calling one of the http_respond* functions
+ * exactly once, and never touch the context afterwards.
+ *
+ * A handler receives the request body as an owned copy (ctx->body), so spans into it stay
+ * valid across asynchronous work whatever h2o does with its buffers. */
+#ifndef QUEEN_HTTP_SERVER_H
+#define QUEEN_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/arena.h"
+#include "core/buf.h"
+#include "metrics/metrics.h"
+
+#define HTTP_MAX_PARAMS 6
+
+enum http_access { ACCESS_PUBLIC, ACCESS_READ_ONLY, ACCESS_READ_WRITE, ACCESS_ADMIN };
+
+typedef struct http_server http_server;
+typedef struct http_req http_req;
+typedef void (*http_handler)(http_req *r);
+
+struct http_req {
+    /* read-only for handlers */
+    http_server *srv;
+    void *app;               /* the application object given to http_server_new */
+    const char *method;      /* NUL-terminated, in arena */
+    const char *path;        /* decoded path without query, in arena */
+    const char *query;       /* raw query string (after '?'), in arena, or "" */
+    const char *params[HTTP_MAX_PARAMS]; /* path parameters (:name), decoded, in arena */
+    size_t param_lens[HTTP_MAX_PARAMS];
+    char *body;              /* owned copy of the request body (NUL-terminated), or NULL */
+    size_t body_len;
+    uint8_t tenant[16];      /* the request's tenant (default tenant until auth says otherwise) */
+    const char *subject;     /* authenticated subject (JWT sub), or NULL */
+    arena ar;                /* freed with the context */
+    /* private */
+    void *h2o_req;           /* NULL once h2o has disposed of the request */
+    int async;
+    int responded;
+    int route;
+    uint64_t start_us;
+};
+
+typedef struct http_server_opts {
+    const char *host;
+    int port;
+    size_t max_body_bytes;
+    const uint8_t *default_tenant;
+} http_server_opts;
+
+http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *app);
+void http_route(http_server *s, const char *method, const char *pattern, http_handler fn, enum http_access access);
+int http_server_listen(http_server *s);   /* 0, or -1 after logging */
+/* Stops accepting; requests already in flight complete. New requests on open connections get 503. */
+void http_server_stop_accepting(http_server *s);
+int http_server_inflight(const http_server *s);
+void http_server_free(http_server *s);
+void http_server_render_metrics(http_server *s, buf *b);
+
+/* Handler helpers. */
+void http_async(http_req *r);
+void http_respond(http_req *r, int status, const char *content_type, const char *body, size_t len);
+void http_respond_json(http_req *r, int status, const buf *json);
+/* {"error": "<formatted message>"} */
+void http_respond_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Query parameter by exact name, URL-decoded into the arena; NULL when absent. */
+const char *http_query(http_req *r, const char *name);
+/* A request header value (case-insensitive name), in the arena; NULL when absent. */
+const char *http_header(http_req *r, const char *name);
+int http_client_gone(const http_req *r);
+
+/* Percent-decoding ('+' is a space only when plus_is_space). Returns decoded length; -1 on a bad escape. */
+long url_decode(const char *in, size_t n, char *out, int plus_is_space);
+
+#endif

@@ -1,0 +1,190 @@
+/* main.c — boot and shutdown of a queen node.
+ *
+ * Boot: read the environment (a bad value prints the one FATAL line and exits 2), bring up the
+ * database (the embedded cluster unless one is configured), apply migrations, then start the
+ * loop: database pool, group commit, HTTP. SIGTERM/SIGINT: stop accepting, answer what is in
+ * flight (up to QUEEN_SHUTDOWN_TIMEOUT_MS), close the pool, stop the embedded cluster, exit 0. */
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "api/app.h"
+#include "config/config.h"
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "db/embedded.h"
+#include "db/migrate.h"
+#include "db/pg.h"
+#include "http/server.h"
+#include "storage/push.h"
+
+static app g_app;
+static uv_signal_t g_sigterm, g_sigint;
+static uv_timer_t g_drain;
+static uint64_t g_drain_deadline_ms;
+
+static const char *env_get(const char *name)
+{
+    return getenv(name);
+}
+
+/* Connects (blocking) with retries while the database comes up; NULL after max_wait_ms. */
+static PGconn *connect_blocking(const queen_config *c, const char *conninfo, int64_t max_wait_ms)
+{
+    db_conn_params cp;
+    db_conn_params_init(&cp, conninfo, c->db_statement_timeout_ms, c->db_connect_timeout_ms);
+    uint64_t deadline = mono_ms() + (uint64_t)max_wait_ms;
+    int delay = 200;
+    for (;;) {
+        PGconn *pg = PQconnectdbParams(cp.keys, cp.vals, 1);
+        if (PQstatus(pg) == CONNECTION_OK)
+            return pg;
+        char why[512];
+        snprintf(why, sizeof why, "%s", PQerrorMessage(pg));
+        size_t n = strlen(why);
+        while (n && (why[n - 1] == '\n' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        PQfinish(pg);
+        if (mono_ms() >= deadline) {
+            log_error("boot", "cannot connect to PostgreSQL: %s", why);
+            return NULL;
+        }
+        log_warn("boot", "waiting for PostgreSQL: %s", why);
+        usleep((useconds_t)delay * 1000);
+        delay = delay < 2000 ? delay * 2 : 2000;
+    }
+}
+
+static void on_pool_closed(void *arg)
+{
+    app *a = arg;
+    uv_stop(a->loop);
+}
+
+static void on_drain_check(uv_timer_t *t)
+{
+    app *a = t->data;
+    int busy = http_server_inflight(a->http) + pusher_inflight(a->push) + pusher_queued(a->push);
+    if (busy > 0 && mono_ms() < g_drain_deadline_ms)
+        return;
+    if (busy > 0)
+        log_warn("shutdown", "%d requests still in flight after the shutdown timeout; closing anyway", busy);
+    uv_timer_stop(t);
+    db_pool_close(a->db, on_pool_closed, a);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    app *a = h->data;
+    if (a->shutting_down) {
+        log_warn("shutdown", "second signal %d: exiting now", sig);
+        if (a->emb)
+            embedded_stop(a->emb);
+        _exit(1);
+    }
+    a->shutting_down = 1;
+    log_info("shutdown", "signal %d: no longer accepting; answering requests in flight", sig);
+    http_server_stop_accepting(a->http);
+    if (a->emb)
+        embedded_supervise_stop(a->emb);
+    g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
+    uv_timer_start(&g_drain, on_drain_check, 0, 10);
+}
+
+int main(void)
+{
+    static queen_config cfg;
+    char err[1024];
+    if (config_load(&cfg, env_get, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    log_setup((enum log_level)cfg.log_level, (enum log_format)cfg.log_format);
+    signal(SIGPIPE, SIG_IGN);
+
+    app *a = &g_app;
+    a->cfg = &cfg;
+    a->started_wall_us = wall_us();
+    a->started_mono_us = mono_us();
+    log_info("boot", "queen %s starting: node %s, port %lld, database %s", QUEEN_VERSION, cfg.node_id,
+             (long long)cfg.port, cfg.pg_external ? "external" : "embedded");
+
+    static embedded_pg emb;
+    const char *conninfo = cfg.pg_conninfo;
+    if (!cfg.pg_external) {
+        if (embedded_start(&emb, cfg.data_dir, cfg.pg_bin_dir) < 0) {
+            embedded_free(&emb);
+            config_free(&cfg);
+            return 1;
+        }
+        a->emb = &emb;
+        conninfo = emb.conninfo;
+    }
+
+    PGconn *boot = connect_blocking(&cfg, conninfo, cfg.pg_external ? 60000 : 20000);
+    if (!boot)
+        goto fail;
+    if (migrate_apply(boot, err, sizeof err) < 0) {
+        log_error("boot", "schema migration failed: %s", err);
+        PQfinish(boot);
+        goto fail;
+    }
+    log_info("boot", "schema at version %d", migrate_schema_version(boot));
+    PQfinish(boot);
+
+    a->loop = uv_default_loop();
+    a->db = db_pool_new(a->loop, conninfo, (int)cfg.db_pool_size, cfg.db_statement_timeout_ms,
+                        cfg.db_connect_timeout_ms);
+    a->push = pusher_new(a->db, &cfg);
+    http_server_opts ho = {
+        .host = cfg.host,
+        .port = (int)cfg.port,
+        .max_body_bytes = (size_t)cfg.max_body_bytes,
+        .default_tenant = DEFAULT_TENANT,
+    };
+    a->http = http_server_new(a->loop, &ho, a);
+    api_register(a);
+    if (http_server_listen(a->http) < 0)
+        goto fail_loop;
+    if (a->emb)
+        embedded_supervise_start(a->emb, a->loop);
+
+    uv_signal_init(a->loop, &g_sigterm);
+    uv_signal_init(a->loop, &g_sigint);
+    g_sigterm.data = g_sigint.data = a;
+    uv_signal_start(&g_sigterm, on_signal, SIGTERM);
+    uv_signal_start(&g_sigint, on_signal, SIGINT);
+    uv_timer_init(a->loop, &g_drain);
+    g_drain.data = a;
+    log_info("boot", "ready");
+
+    uv_run(a->loop, UV_RUN_DEFAULT);
+
+    uv_signal_stop(&g_sigterm);
+    uv_signal_stop(&g_sigint);
+    http_server_free(a->http);
+    pusher_free(a->push);
+    db_pool_free(a->db);
+    if (a->emb) {
+        embedded_stop(a->emb);
+        embedded_free(a->emb);
+    }
+    log_info("shutdown", "stopped");
+    config_free(&cfg);
+    return 0;
+
+fail_loop:
+    db_pool_close(a->db, on_pool_closed, a);
+    uv_run(a->loop, UV_RUN_DEFAULT);
+fail:
+    if (a->emb) {
+        embedded_stop(a->emb);
+        embedded_free(a->emb);
+    }
+    config_free(&cfg);
+    return 1;
+}

@@ -1,0 +1,44 @@
+/* options.h — queue options: names, defaults, ranges, validation and JSON (pure logic).
+ *
+ * Every option of the earlier release plus the sink's retention hold. `configure` is a full
+ * overwrite: options not sent take their defaults. An unknown option, a wrong type or a value
+ * out of range is an error naming the option and what it accepts. */
+#ifndef QUEEN_QUEUE_OPTIONS_H
+#define QUEEN_QUEUE_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "json/json.h"
+
+#define SINK_NAME_MAX 64
+
+typedef struct queue_options {
+    int64_t lease_time;
+    int64_t retry_limit;
+    int64_t retry_delay;
+    int64_t priority;
+    int64_t delayed_processing;
+    int64_t window_buffer;
+    int64_t max_size;
+    int64_t ttl;
+    int64_t dead_letter_queue;
+    int64_t dlq_after_max_retries;
+    int64_t retention_enabled;
+    int64_t retention_seconds;
+    int64_t completed_retention_seconds;
+    int64_t encryption_enabled;
+    int64_t max_wait_time_seconds;
+    int64_t retention_sink_hold_max_seconds;
+    char retention_sink_hold[SINK_NAME_MAX + 1]; /* "" = no hold */
+} queue_options;
+
+void queue_options_defaults(queue_options *o);
+/* Parses the `options` object (tok may be -1: all defaults). Returns 0, or -1 with a client
+ * message in err. */
+int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err, size_t errlen);
+/* Writes the full option set as a JSON object, in a fixed order. */
+void queue_options_json(const queue_options *o, buf *out);
+
+#endif

@@ -1,0 +1,90 @@
+/* push.h — writing records: the group commit.
+ *
+ * Push requests queue here; whenever fewer than QUEEN_PUSH_MAX_INFLIGHT commits are in flight,
+ * everything waiting (up to QUEEN_PUSH_MAX_BATCH records, whole requests only) becomes one
+ * transaction: one call of queen.push_v1 with one new segment per partition. Under load the
+ * queue fills while commits are in flight, so batch-1 traffic from many connections shares a
+ * commit instead of paying one each.
+ *
+ * A request's items are all committed in one transaction or none is. Producer transactionIds
+ * already seen within the dedup window (or earlier in the same commit) are answered duplicate
+ * and store nothing.
+ *
+ * Ownership: the caller owns the push_req and every byte its items point to, until `done`. */
+#ifndef QUEEN_STORAGE_PUSH_H
+#define QUEEN_STORAGE_PUSH_H
+
+#include <stdint.h>
+
+#include "config/config.h"
+#include "db/pg.h"
+#include "metrics/metrics.h"
+
+enum push_status { PUSH_PENDING = 0, PUSH_QUEUED, PUSH_DUPLICATE };
+
+typedef struct push_item {
+    /* in */
+    const char *queue;
+    uint32_t queue_len;
+    const char *partition;
+    uint32_t partition_len;
+    const char *payload; /* raw JSON text; NULL/0 = empty */
+    uint32_t payload_len;
+    const char *txn;     /* transactionId */
+    uint32_t txn_len;
+    uint8_t txn_producer; /* supplied by the producer: deduplicated */
+    uint8_t has_trace;
+    uint8_t trace[16];
+    /* out (valid in done when the request succeeded) */
+    uint8_t status;
+    uint64_t offset;
+    int64_t ts;
+    uint64_t partition_id;
+    uint8_t partition_uuid[16];
+    /* private */
+    uint32_t group;
+    uint32_t pos;
+    struct push_item *dup_of;
+    struct push_req *req;
+} push_item;
+
+typedef struct push_req push_req;
+struct push_req {
+    uint8_t tenant[16];
+    const char *producer; /* producer identity stamped on every record, or NULL */
+    uint32_t producer_len;
+    push_item *items;
+    uint32_t n;
+    void (*done)(push_req *r);
+    void *arg;
+    /* out */
+    int err_status;  /* 0 ok; else an HTTP status (503 database unavailable, 500 ...) */
+    char err[300];
+    /* private */
+    push_req *next;
+};
+
+typedef struct pusher_metrics {
+    mcounter records;
+    mcounter bytes;
+    mcounter duplicates;
+    mcounter commits;
+    mcounter commit_failures;
+    mhist batch_records;
+    mhist batch_requests;
+    mhist commit_seconds;
+} pusher_metrics;
+
+typedef struct pusher pusher;
+
+pusher *pusher_new(db_pool *db, const queen_config *cfg);
+/* Queues the request. `done` runs exactly once, on the loop thread; it may run before
+ * pusher_submit returns (when the database refuses at once), so the caller must not touch
+ * the request after this call except from `done`. */
+void pusher_submit(pusher *p, push_req *r);
+const pusher_metrics *pusher_get_metrics(const pusher *p);
+int pusher_inflight(const pusher *p);
+int pusher_queued(const pusher *p);
+void pusher_free(pusher *p);
+
+#endif
