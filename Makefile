@@ -23,14 +23,16 @@ MIGRATIONS := $(sort $(wildcard src/db/migrations/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps run test unit fuzz fuzz-smoke integration bench clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration bench clean format release asan
 all: build/release/queen
 
 release: build/release/queen
 asan: build/asan/queen
 
 deps:
-	@scripts/install-deps.sh
+	@scripts/install-deps.sh run
+test-deps:
+	@scripts/install-deps.sh test
 
 build/gen/migrations.c: $(MIGRATIONS) scripts/embed-sql.sh
 	@mkdir -p $(@D)
@@ -79,15 +81,18 @@ fuzz-smoke: $(FUZZ_BINS)
 integration: build/asan/queen build/release/queen
 	@scripts/run-integration.sh
 
-test: deps build/release/queen build/asan/queen
+test: test-deps
+	@$(MAKE) --no-print-directory build/release/queen build/asan/queen
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
 
-run: deps build/release/queen
+run: deps
+	@$(MAKE) --no-print-directory build/release/queen
 	exec build/release/queen
 
-bench: deps build/release/queen
+bench: test-deps
+	@$(MAKE) --no-print-directory build/release/queen
 	@bench/run.sh $(BENCH_ARGS)
 
 format:

@@ -166,9 +166,10 @@ int main(void)
 
     uv_signal_stop(&g_sigterm);
     uv_signal_stop(&g_sigint);
-    http_server_free(a->http);
+    /* The HTTP server is left as it is: keep-alive connections may still be open, and h2o
+     * cannot dispose of a context with live connections. The process exits next. */
     pusher_free(a->push);
-    db_pool_free(a->db);
+    a->push = NULL;
     if (a->emb) {
         embedded_stop(a->emb);
         embedded_free(a->emb);

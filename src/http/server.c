@@ -381,6 +381,55 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return 0;
 }
 
+/* h2o answers bodies past max_request_entity_size itself, with a plain-text 413, before any
+ * handler runs. Such errors go through the host's fallback path, so a filter there swaps the
+ * body for our JSON error and adds the CORS headers every other answer carries. */
+typedef struct json_error_filter {
+    h2o_filter_t super;
+    http_server *srv;
+} json_error_filter;
+
+typedef struct replace_ostream {
+    h2o_ostream_t super;
+    h2o_iovec_t body;
+} replace_ostream;
+
+static void replace_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t n, h2o_send_state_t st)
+{
+    replace_ostream *o = (replace_ostream *)self;
+    (void)bufs;
+    (void)n;
+    if (h2o_send_state_is_in_progress(st))
+        h2o_ostream_send_next(&o->super, req, NULL, 0, st);
+    else
+        h2o_ostream_send_next(&o->super, req, &o->body, 1, st);
+}
+
+static void on_setup_error_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    http_server *s = ((json_error_filter *)self)->srv;
+    if (req->res.status >= 400) {
+        char msg[256];
+        if (req->res.status == 413)
+            snprintf(msg, sizeof msg,
+                     "{\"error\":\"request body is larger than the limit of %zu bytes (QUEEN_MAX_BODY_BYTES)\"}",
+                     s->max_body);
+        else
+            snprintf(msg, sizeof msg, "{\"error\":\"%s\"}", req->res.reason ? req->res.reason : "bad request");
+        ssize_t cur;
+        while ((cur = h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_TYPE, -1)) != -1)
+            h2o_delete_header(&req->res.headers, cur);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("application/json"));
+        add_cors(req);
+        replace_ostream *o = (replace_ostream *)h2o_add_ostream(req, sizeof *o, slot);
+        o->super.do_send = replace_do_send;
+        o->body = h2o_strdup(&req->pool, msg, strlen(msg));
+        req->res.content_length = o->body.len;
+        slot = &o->super.next;
+    }
+    h2o_setup_next_ostream(req, slot);
+}
+
 static void on_conn_close(uv_handle_t *h)
 {
     free(h);
@@ -413,12 +462,13 @@ http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *a
     memcpy(s->default_tenant, o->default_tenant, 16);
     h2o_config_init(&s->config);
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("queen"));
-    /* h2o refuses bodies past its own limit with a plain-text 413; keep it above ours so
-     * every body up to twice the limit gets the JSON answer from on_req */
-    s->config.max_request_entity_size = o->max_body_bytes * 2 + 65536;
+    s->config.max_request_entity_size = o->max_body_bytes;
     s->config.http1.upgrade_to_http2 = 1;
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    json_error_filter *jf = (json_error_filter *)h2o_create_filter(&host->fallback_path, sizeof *jf);
+    jf->super.on_setup_ostream = on_setup_error_ostream;
+    jf->srv = s;
     handler_box *hb = (handler_box *)h2o_create_handler(path, sizeof *hb);
     hb->super.on_req = on_req;
     hb->srv = s;

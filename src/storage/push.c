@@ -405,9 +405,10 @@ static int batch_send(batch *b)
     uint64_t n = build(b);
     if (n == 0) {
         /* everything was a duplicate */
-        b->p->inflight--;
+        pusher *p = b->p;
+        p->inflight--;
         batch_finish(b, 0, NULL);
-        maybe_flush(b->p);
+        maybe_flush(p);
         return 0;
     }
     memset(&b->dbr, 0, sizeof b->dbr);
