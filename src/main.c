@@ -125,7 +125,7 @@ int main(void)
         conninfo = emb.conninfo;
     }
 
-    PGconn *boot = connect_blocking(&cfg, conninfo, cfg.pg_external ? 60000 : 20000);
+    PGconn *boot = connect_blocking(&cfg, conninfo, cfg.boot_db_wait_ms);
     if (!boot)
         goto fail;
     if (migrate_apply(boot, err, sizeof err) < 0) {

@@ -188,6 +188,8 @@ static const cfg_opt broker_rows[] = {
      "It is how long in milliseconds one SQL statement may run (0 = no limit)"},
     {"DB_CONNECTION_TIMEOUT", NULL, CFG_INT, OFF(db_connect_timeout_ms), 5000, 500, 600000, NULL, NULL, 0,
      "It is how long in milliseconds a PostgreSQL connection attempt may take"},
+    {"QUEEN_BOOT_DB_WAIT_MS", NULL, CFG_INT, OFF(boot_db_wait_ms), 60000, 0, 3600000, NULL, NULL, 0,
+     "It is how long in milliseconds boot waits for PostgreSQL to accept connections"},
     {"QUEEN_MAX_BODY_BYTES", NULL, CFG_INT, OFF(max_body_bytes), 64 << 20, 1024, 1 << 30, NULL, NULL, 0,
      "It is the largest request body accepted, in bytes; larger ones get 413"},
     {"QUEEN_DEDUP_WINDOW_SECONDS", NULL, CFG_INT, OFF(dedup_window_s), 86400, 1, 31536000, NULL, NULL, 0,

@@ -54,6 +54,7 @@ typedef struct queen_config {
     int64_t db_pool_size;
     int64_t db_statement_timeout_ms;
     int64_t db_connect_timeout_ms;
+    int64_t boot_db_wait_ms;
 
     int64_t max_body_bytes;
     int64_t dedup_window_s;

@@ -110,7 +110,10 @@ int parse_iso_us(const char *s, size_t n, int64_t *out)
     if (digits(s, n, &i, 4, &y) || i >= n || s[i++] != '-' || digits(s, n, &i, 2, &mo) || i >= n ||
         s[i++] != '-' || digits(s, n, &i, 2, &d))
         return -1;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31)
+    /* reject dates that do not exist (2023-02-29, 2024-04-31) instead of rolling them over */
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+        (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
         return -1;
     int64_t offset_s = 0;
     if (i < n && (s[i] == 'T' || s[i] == 't' || s[i] == ' ')) {
@@ -145,9 +148,14 @@ int parse_iso_us(const char *s, size_t n, int64_t *out)
             int sign = s[i++] == '-' ? -1 : 1, oh, om = 0;
             if (digits(s, n, &i, 2, &oh))
                 return -1;
-            if (i < n && s[i] == ':')
+            if (i < n && s[i] == ':') {
                 i++;
-            if (i < n && digits(s, n, &i, 2, &om))
+                if (digits(s, n, &i, 2, &om)) /* "+02:" without minutes */
+                    return -1;
+            } else if (i < n && digits(s, n, &i, 2, &om)) {
+                return -1;
+            }
+            if (oh > 23 || om > 59)
                 return -1;
             offset_s = sign * (oh * 3600 + om * 60);
         }

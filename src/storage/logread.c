@@ -56,27 +56,30 @@ static void p_array(sql_params *p, pgarray *a)
     p->formats[i] = 1;
 }
 
-/* One row per (partition, segment) in partition-name then offset order, cut once the records
- * or bytes before a segment already fill the budget; a partition with nothing to read still
- * has one row (NULL segment). A queue without the named partition has one all-NULL row. */
+/* One row per (partition, segment) in partition-name then offset order. Segments whose
+ * predecessors already fill the record or byte budget are cut; the first one cut comes back
+ * without its data (within = false), which is how the reader knows the answer was limited.
+ * A partition with nothing to read still has one row (NULL segment); a queue without the
+ * named partition has one all-NULL row; an unknown queue has none. */
 const char FETCH_SQL[] =
-    "SELECT x.name, x.pid, x.puuid, x.start_offset, x.next_offset, x.base_offset, x.ts, x.record_count, x.data, "
-    "x.from_off "
-    "FROM (SELECT p.name, p.id AS pid, p.uuid AS puuid, p.start_offset, p.next_offset, o.from_off, "
-    "  s.base_offset, s.ts, s.record_count, s.data, s.last_offset, "
-    "  sum(s.payload_bytes) OVER w - s.payload_bytes AS bytes_before, "
-    "  sum(s.record_count) OVER w - s.record_count AS recs_before "
-    " FROM queen.queues q "
-    " LEFT JOIN queen.partitions p ON p.queue_id = q.id AND ($3::text IS NULL OR p.name = $3) "
-    " LEFT JOIN LATERAL (SELECT coalesce((SELECT o.off FROM unnest($9::text[], $10::int8[]) AS o(n, off) "
-    "   WHERE o.n = p.name LIMIT 1), $4::int8) AS from_off) o ON true "
-    " LEFT JOIN LATERAL (SELECT s.* FROM queen.segments s WHERE s.partition_id = p.id "
-    "   AND s.last_offset >= o.from_off AND ($6::int8 IS NULL OR s.ts < $6::int8) "
-    "   ORDER BY s.last_offset LIMIT $5::int8) s ON true "
-    " WHERE q.tenant_id = $1::uuid AND q.name = $2::text "
-    " WINDOW w AS (ORDER BY p.name, s.last_offset)) x "
-    "WHERE x.bytes_before IS NULL OR (x.bytes_before < $7::int8 AND x.recs_before < $8::int8) "
-    "ORDER BY x.name, x.last_offset";
+    "SELECT y.name, y.pid, y.puuid, y.start_offset, y.next_offset, y.base_offset, y.ts, y.record_count, "
+    "CASE WHEN y.within THEN y.data END, y.from_off, y.within "
+    "FROM (SELECT x.*, lag(x.within) OVER (ORDER BY x.name, x.last_offset) AS prev_within "
+    " FROM (SELECT p.name, p.id AS pid, p.uuid AS puuid, p.start_offset, p.next_offset, o.from_off, "
+    "   s.base_offset, s.ts, s.record_count, s.data, s.last_offset, "
+    "   coalesce(sum(s.payload_bytes) OVER w - s.payload_bytes < $7::int8 "
+    "        AND sum(s.record_count) OVER w - s.record_count < $8::int8, true) AS within "
+    "  FROM queen.queues q "
+    "  LEFT JOIN queen.partitions p ON p.queue_id = q.id AND ($3::text IS NULL OR p.name = $3) "
+    "  LEFT JOIN LATERAL (SELECT coalesce((SELECT o.off FROM unnest($9::text[], $10::int8[]) AS o(n, off) "
+    "    WHERE o.n = p.name LIMIT 1), $4::int8) AS from_off) o ON true "
+    "  LEFT JOIN LATERAL (SELECT s.* FROM queen.segments s WHERE s.partition_id = p.id "
+    "    AND s.last_offset >= o.from_off AND ($6::int8 IS NULL OR s.ts < $6::int8) "
+    "    ORDER BY s.last_offset LIMIT $5::int8) s ON true "
+    "  WHERE q.tenant_id = $1::uuid AND q.name = $2::text "
+    "  WINDOW w AS (ORDER BY p.name, s.last_offset)) x) y "
+    "WHERE y.base_offset IS NULL OR y.within OR y.prev_within "
+    "ORDER BY y.name, y.last_offset";
 
 void fetch_params(const fetch_args *a, sql_params *p)
 {
@@ -85,7 +88,7 @@ void fetch_params(const fetch_args *a, sql_params *p)
     p_text(p, a->queue);
     p_text(p, a->partition);
     p_i64(p, a->from_offset);
-    p_i64(p, MIN(a->max_records, 10000));
+    p_i64(p, a->max_records + 1); /* one more segment than records: enough to see a cut */
     if (a->max_ts > 0)
         p_i64(p, a->max_ts);
     else
@@ -124,12 +127,8 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
         const char *name = PQgetvalue(res, i, 0);
         size_t nlen = (size_t)PQgetlength(res, i, 0);
         if (!have || cur.name_len != nlen || memcmp(cur.name, name, nlen) != 0) {
-            if (have) {
-                if (cur.next_offset < cur.end_offset)
-                    sum->more = 1;
-                if (on_partition)
-                    on_partition(arg, &cur);
-            }
+            if (have && on_partition)
+                on_partition(arg, &cur);
             memset(&cur, 0, sizeof cur);
             cur.name = name;
             cur.name_len = nlen;
@@ -143,6 +142,12 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
         }
         if (PQgetisnull(res, i, 5) || stopped)
             continue;
+        if (PQgetisnull(res, i, 8)) {
+            /* the first segment past the budget: the answer was cut here */
+            sum->more = 1;
+            stopped = 1;
+            continue;
+        }
         int64_t base = text_i64(res, i, 5);
         int64_t ts = text_i64(res, i, 6);
         uint32_t count = PQgetisnull(res, i, 7) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, i, 7));
@@ -158,6 +163,7 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
             if (sum->records >= (uint64_t)a->max_records ||
                 (sum->records > 0 && sum->bytes + v.payload_len > (uint64_t)a->max_bytes)) {
                 stopped = 1;
+                sum->more = 1;
                 break;
             }
             sum->records++;
@@ -172,12 +178,8 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
         if (rc < 0)
             return FETCH_CORRUPT;
     }
-    if (have) {
-        if (cur.next_offset < cur.end_offset)
-            sum->more = 1;
-        if (on_partition)
-            on_partition(arg, &cur);
-    }
+    if (have && on_partition)
+        on_partition(arg, &cur);
     return FETCH_OK;
 }
 

@@ -70,7 +70,7 @@ enum fetch_result { FETCH_OK = 0, FETCH_NO_QUEUE, FETCH_NO_PARTITION, FETCH_CORR
 typedef struct fetch_summary {
     uint64_t records;
     uint64_t bytes;
-    int more; /* some listed partition has records past its nextOffset that were not included */
+    int more; /* the limits cut the answer: reading on from the nextOffsets returns more */
 } fetch_summary;
 
 enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_fn on_record,
