@@ -65,7 +65,7 @@ uint32_t *strmap_get(const strmap *m, const void *key, size_t len)
     uint32_t j = h & (m->cap - 1);
     while (m->slots[j].key) {
         strmap_slot *s = &m->slots[j];
-        if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+        if (s->hash == h && s->len == len && (len == 0 || memcmp(s->key, key, len) == 0))
             return &s->value;
         j = (j + 1) & (m->cap - 1);
     }
@@ -80,7 +80,7 @@ uint32_t *strmap_put(strmap *m, const void *key, size_t len, uint32_t init, int 
     uint32_t j = h & (m->cap - 1);
     while (m->slots[j].key) {
         strmap_slot *s = &m->slots[j];
-        if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) {
+        if (s->hash == h && s->len == len && (len == 0 || memcmp(s->key, key, len) == 0)) {
             if (inserted)
                 *inserted = 0;
             return &s->value;

@@ -37,8 +37,11 @@ typedef struct group {
     uint32_t sql_idx; /* 1-based index in the call's arrays; 0 when nothing to write */
 } group;
 
+typedef struct lane lane;
+
 typedef struct batch {
     pusher *p;
+    lane *lane;
     push_req *reqs; /* linked through next */
     uint32_t nreqs;
     uint64_t nrecords;
@@ -57,13 +60,24 @@ typedef struct batch {
     uint64_t started_us;
 } batch;
 
+/* A lane carries at most one commit at a time. Requests go to the lane of their first item's
+ * queue: commits to one queue serialise on its clock row anyway, so a second commit in flight
+ * for the same queue only waits on the lock while its batch could have grown; different
+ * queues hash to different lanes and commit in parallel. */
+struct lane {
+    push_req *head, *tail;
+    int busy;
+};
+
+#define MAX_LANES 64
+
 struct pusher {
     db_pool *db;
     int64_t dedup_window_us;
     uint32_t max_batch;
-    int max_inflight;
+    int nlanes;
+    lane lanes[MAX_LANES];
     int inflight;
-    push_req *head, *tail;
     int queued;
     pusher_metrics m;
 };
@@ -78,7 +92,7 @@ pusher *pusher_new(db_pool *db, const queen_config *cfg)
     p->db = db;
     p->dedup_window_us = cfg->dedup_window_s * 1000000;
     p->max_batch = (uint32_t)cfg->push_max_batch;
-    p->max_inflight = (int)cfg->push_max_inflight;
+    p->nlanes = (int)MIN(cfg->push_max_inflight, MAX_LANES);
     mhist_init(&p->m.batch_records, batch_bounds, (int)ARRAY_LEN(batch_bounds), 1);
     mhist_init(&p->m.batch_requests, req_bounds, (int)ARRAY_LEN(req_bounds), 1);
     mhist_init(&p->m.commit_seconds, sec_bounds, (int)ARRAY_LEN(sec_bounds), 1e6);
@@ -105,7 +119,7 @@ int pusher_queued(const pusher *p)
     return p->queued;
 }
 
-static void maybe_flush(pusher *p);
+static void maybe_flush(pusher *p, lane *l);
 
 /* Groups the batch's pending items by (tenant, queue, partition), drops repeats of a producer
  * transactionId within the batch, encodes one segment per group and fills the arrays.
@@ -303,6 +317,8 @@ static void batch_finish(batch *b, int err_status, const char *err)
     }
     push_req *r = b->reqs;
     b->reqs = NULL;
+    b->lane->busy = 0;
+    p->inflight--;
     batch_free(b);
     while (r) {
         push_req *next = r->next;
@@ -336,9 +352,9 @@ static void on_push_done(db_req *dr)
         int status = (dr->err == DB_SQL || dr->err == DB_OK) ? 500 : 503;
         if (status == 500)
             log_error("push", "commit failed: %s (sqlstate %s)", msg, dr->sqlstate);
-        p->inflight--;
+        lane *l = b->lane;
         batch_finish(b, status, msg);
-        maybe_flush(p);
+        maybe_flush(p, l);
         return;
     }
     int rows = PQntuples(res);
@@ -387,14 +403,16 @@ static void on_push_done(db_req *dr)
         b->attempts = 0;
         if (batch_send(b) == 0)
             return;
-        p->inflight--;
-        batch_finish(b, 503, b->dbr.errmsg);
-        maybe_flush(p);
+        lane *l = b->lane;
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", b->dbr.errmsg);
+        batch_finish(b, 503, msg);
+        maybe_flush(p, l);
         return;
     }
-    p->inflight--;
+    lane *l = b->lane;
     batch_finish(b, 0, NULL);
-    maybe_flush(p);
+    maybe_flush(p, l);
 }
 
 /* Builds and submits; returns -1 when the pool refused (b->dbr.errmsg says why). When
@@ -406,9 +424,9 @@ static int batch_send(batch *b)
     if (n == 0) {
         /* everything was a duplicate */
         pusher *p = b->p;
-        p->inflight--;
+        lane *l = b->lane;
         batch_finish(b, 0, NULL);
-        maybe_flush(p);
+        maybe_flush(p, l);
         return 0;
     }
     memset(&b->dbr, 0, sizeof b->dbr);
@@ -424,24 +442,26 @@ static int batch_send(batch *b)
     return db_submit(b->p->db, &b->dbr);
 }
 
-static void maybe_flush(pusher *p)
+/* Starts the lane's next commit when it is idle and has requests waiting. */
+static void maybe_flush(pusher *p, lane *l)
 {
-    while (p->head && p->inflight < p->max_inflight) {
+    while (l->head && !l->busy) {
         batch *b = xcalloc(1, sizeof *b);
         b->p = p;
+        b->lane = l;
         arena_init(&b->ar);
         push_req **tail = &b->reqs;
         uint64_t bytes = 0;
-        while (p->head) {
-            push_req *r = p->head;
+        while (l->head) {
+            push_req *r = l->head;
             uint64_t rb = 0;
             for (uint32_t i = 0; i < r->n; i++)
                 rb += r->items[i].payload_len;
             if (b->nreqs > 0 && (b->nrecords + r->n > p->max_batch || bytes + rb > PUSH_MAX_BATCH_BYTES))
                 break;
-            p->head = r->next;
-            if (!p->head)
-                p->tail = NULL;
+            l->head = r->next;
+            if (!l->head)
+                l->tail = NULL;
             p->queued--;
             r->next = NULL;
             *tail = r;
@@ -450,12 +470,12 @@ static void maybe_flush(pusher *p)
             b->nrecords += r->n;
             bytes += rb;
         }
+        l->busy = 1;
         p->inflight++;
         b->started_us = mono_us();
         if (batch_send(b) < 0) {
             char msg[600];
             snprintf(msg, sizeof msg, "%s", b->dbr.errmsg);
-            p->inflight--;
             batch_finish(b, 503, msg);
         }
     }
@@ -470,11 +490,15 @@ void pusher_submit(pusher *p, push_req *r)
         r->items[i].status = PUSH_PENDING;
         r->items[i].dup_of = NULL;
     }
-    if (p->tail)
-        p->tail->next = r;
+    uint32_t h = hash_bytes(r->tenant, 16, 0);
+    if (r->n)
+        h = hash_bytes(r->items[0].queue, r->items[0].queue_len, h);
+    lane *l = &p->lanes[h % (uint32_t)p->nlanes];
+    if (l->tail)
+        l->tail->next = r;
     else
-        p->head = r;
-    p->tail = r;
+        l->head = r;
+    l->tail = r;
     p->queued++;
-    maybe_flush(p);
+    maybe_flush(p, l);
 }

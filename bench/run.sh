@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# make bench — push throughput and latency against a started broker, with a real load
+# generator (wrk) and durable commits (the embedded PostgreSQL with its default fsync and
+# synchronous_commit). Usage:
+#   bench/run.sh [--url http://host:port] [--duration SECONDS] [--only NAME]
+# Without --url it starts build/release/queen on a fresh data directory and reports its RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+url=""
+duration=10
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --url) url=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+pid=""
+data=""
+cleanup() {
+  if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [ -n "$data" ]; then rm -rf "$data"; fi
+}
+trap cleanup EXIT
+
+if [ -z "$url" ]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  data=$(mktemp -d /tmp/queen-bench-XXXXXX); chmod 755 "$data"
+  PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn build/release/queen > "$data.log" 2>&1 &
+  pid=$!
+  url="http://127.0.0.1:$port"
+  for _ in $(seq 1 300); do
+    curl -sf "$url/health" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  curl -sf "$url/health" >/dev/null || { cat "$data.log"; echo "broker did not start" >&2; exit 1; }
+  echo "broker: build/release/queen (pid $pid), embedded PostgreSQL, durable commits"
+else
+  echo "broker: $url"
+fi
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load generator: wrk, 1 thread"
+echo
+
+rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
+hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
+
+printf '%-28s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
+run() {
+  local name=$1 conns=$2 batch=$3 queue=$4
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  # warm up (creates the queue and partitions), then measure
+  BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d2s -s bench/push.lua "$url" >/dev/null 2>&1 || true
+  local out
+  out=$(BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push.lua "$url" 2>&1)
+  local line
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs msgs
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  msgs=$(awk -v r="$requests" -v s="$secs" -v b="$batch" 'BEGIN {printf "%.0f", r*b/s}')
+  printf '%-28s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+
+run push-batch1-1conn 1 1 bench_b1c1
+run push-batch1-32conn 32 1 bench_b1c32
+run push-batch100-16conn 16 100 bench_b100c16
+
+echo
+if [ -n "$pid" ]; then
+  echo "broker RSS: $(( $(rss_kb) / 1024 )) MiB now, $(( $(hwm_kb) / 1024 )) MiB peak"
+  curl -s "$url/metrics/prometheus" | awk '/^queen_push_commit_batch_records_(sum|count)/ {v[$1]=$2} END {if (v["queen_push_commit_batch_records_count"]>0) printf "group commit: %d commits, %.1f records per commit on average\n", v["queen_push_commit_batch_records_count"], v["queen_push_commit_batch_records_sum"]/v["queen_push_commit_batch_records_count"]}'
+else
+  echo "broker RSS: n/a (external broker)"
+fi
