@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/buf.h"
 #include "core/util.h"
 
 static int is_blank(const char *v)
@@ -250,20 +251,17 @@ char *config_node_id(const char *value, const char *hostname, int64_t port, char
     return xstrdup(value);
 }
 
-/* Builds a libpq keyword=value string; values are quoted per libpq rules. */
-static void conninfo_add(char *out, size_t cap, const char *key, const char *val)
+/* Builds a libpq keyword=value string; values are quoted per libpq rules. The buffer grows
+ * as needed: a fixed one silently cut long values and dropped the keywords after them. */
+static void conninfo_add(buf *out, const char *key, const char *val)
 {
-    size_t n = strlen(out);
-    n += (size_t)snprintf(out + n, cap - n, "%s%s='", n ? " " : "", key);
-    for (const char *p = val; *p && n + 3 < cap; p++) {
+    buf_printf(out, "%s%s='", out->len ? " " : "", key);
+    for (const char *p = val; *p; p++) {
         if (*p == '\'' || *p == '\\')
-            out[n++] = '\\';
-        out[n++] = *p;
+            buf_putc(out, '\\');
+        buf_putc(out, *p);
     }
-    if (n + 2 < cap) {
-        out[n++] = '\'';
-        out[n] = '\0';
-    }
+    buf_putc(out, '\'');
 }
 
 int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
@@ -293,20 +291,21 @@ int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
             return -1;
         }
     }
-    char ci[2048] = "";
     if (c->pg_url) {
         c->pg_external = 1;
         c->pg_conninfo = xstrdup(c->pg_url);
     } else if (c->pg_host || c->pg_port_s || c->pg_user || c->pg_password || c->pg_db) {
         c->pg_external = 1;
-        conninfo_add(ci, sizeof ci, "host", c->pg_host ? c->pg_host : "localhost");
-        conninfo_add(ci, sizeof ci, "port", c->pg_port_s ? c->pg_port_s : "5432");
-        conninfo_add(ci, sizeof ci, "user", c->pg_user ? c->pg_user : "postgres");
+        buf ci;
+        buf_init(&ci, 0);
+        conninfo_add(&ci, "host", c->pg_host ? c->pg_host : "localhost");
+        conninfo_add(&ci, "port", c->pg_port_s ? c->pg_port_s : "5432");
+        conninfo_add(&ci, "user", c->pg_user ? c->pg_user : "postgres");
         if (c->pg_password)
-            conninfo_add(ci, sizeof ci, "password", c->pg_password);
-        conninfo_add(ci, sizeof ci, "dbname", c->pg_db ? c->pg_db : "postgres");
-        conninfo_add(ci, sizeof ci, "sslmode", c->pg_use_ssl ? "require" : "prefer");
-        c->pg_conninfo = xstrdup(ci);
+            conninfo_add(&ci, "password", c->pg_password);
+        conninfo_add(&ci, "dbname", c->pg_db ? c->pg_db : "postgres");
+        conninfo_add(&ci, "sslmode", c->pg_use_ssl ? "require" : "prefer");
+        c->pg_conninfo = buf_steal(&ci, NULL);
     }
     return 0;
 }
