@@ -91,6 +91,7 @@ static void on_signal(uv_signal_t *h, int sig)
     http_server_stop_accepting(a->http);
     if (a->emb)
         embedded_supervise_stop(a->emb);
+    maint_stop(a->maint);
     g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
     uv_timer_start(&g_drain, on_drain_check, 0, 10);
 }
@@ -140,6 +141,7 @@ int main(void)
     a->db = db_pool_new(a->loop, conninfo, (int)cfg.db_pool_size, cfg.db_statement_timeout_ms,
                         cfg.db_connect_timeout_ms);
     a->push = pusher_new(a->db, &cfg);
+    a->maint = maint_new(a->loop, a->db, cfg.dedup_window_s);
     http_server_opts ho = {
         .host = cfg.host,
         .port = (int)cfg.port,

@@ -186,6 +186,8 @@ void api_metrics_prometheus(http_req *r)
     metric_hist(&b, "queen_push_commit_batch_requests", NULL, &pm->batch_requests);
     metric_help(&b, "queen_push_commit_seconds", "histogram", "Time from batch start to commit");
     metric_hist(&b, "queen_push_commit_seconds", NULL, &pm->commit_seconds);
+    metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
+    metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
     db_pool_stats ps;
     db_pool_stats_get(a->db, &ps);
     metric_help(&b, "queen_db_up", "gauge", "1 when at least one database connection is ready");

@@ -9,6 +9,7 @@
 #include "db/embedded.h"
 #include "db/pg.h"
 #include "http/server.h"
+#include "storage/maint.h"
 #include "storage/push.h"
 
 #define QUEEN_VERSION "0.2.0"
@@ -21,6 +22,7 @@ typedef struct app {
     db_pool *db;
     pusher *push;
     http_server *http;
+    maint *maint;
     embedded_pg *emb;    /* NULL with an external database */
     int64_t started_wall_us;
     uint64_t started_mono_us;
