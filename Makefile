@@ -15,6 +15,13 @@ CFLAGS_asan    := $(BASE) -O1 -fno-omit-frame-pointer -fsanitize=address,undefin
 LDFLAGS_asan   := -fsanitize=address,undefined
 LIBS    := $(PKG_LIBS) -lpthread -lm
 
+# V=1 shows every command
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 LIB_SRC := $(shell find src -name '*.c' ! -path src/main.c | sort)
 GEN_SRC := build/gen/migrations.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -41,18 +48,21 @@ build/gen/migrations.c: $(MIGRATIONS) scripts/embed-sql.sh
 define variant
 build/$(1)/obj/%.o: src/%.c
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+	@[ -n "$(Q)" ] && echo "  CC [$(1)] $$<" || true
+	$(Q)$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
 build/$(1)/obj/gen/migrations.o: build/gen/migrations.c
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+	$(Q)$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
 build/$(1)/obj/main.o: src/main.c
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
+	$(Q)$$(CC) $$(CFLAGS_$(1)) -c $$< -o $$@
 build/$(1)/queen: build/$(1)/obj/main.o $(call obj,$(1))
-	$$(CC) $$(LDFLAGS_$(1)) -o $$@ $$^ $$(LIBS)
+	@[ -n "$(Q)" ] && echo "  LD [$(1)] $$@" || true
+	$(Q)$$(CC) $$(LDFLAGS_$(1)) -o $$@ $$(filter %.o,$$^) $$(LIBS)
 build/$(1)/tests/%: tests/unit/%.c $(call obj,$(1))
 	@mkdir -p $$(@D)
-	$$(CC) $$(CFLAGS_$(1)) $$(LDFLAGS_$(1)) -o $$@ $$^ $$(LIBS) -lcmocka
+	@[ -n "$(Q)" ] && echo "  LD [$(1)] $$@" || true
+	$(Q)$$(CC) $$(CFLAGS_$(1)) $$(LDFLAGS_$(1)) -o $$@ $$(filter %.c %.o,$$^) $$(LIBS) -lcmocka
 endef
 $(eval $(call variant,release))
 $(eval $(call variant,asan))
@@ -60,7 +70,8 @@ $(eval $(call variant,asan))
 UNIT_BINS := $(patsubst tests/unit/%.c,build/asan/tests/%,$(UNIT_SRC))
 
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t; done
+	@set -e; for t in $(UNIT_BINS); do ASAN_OPTIONS=detect_leaks=1 $$t > $$t.log 2>&1 || { cat $$t.log; exit 1; }; \
+	  echo "  unit $$(basename $$t): $$(grep -c '^\[       OK \]' $$t.log) passed"; done
 
 # Fuzz targets (libFuzzer, clang). `make fuzz` runs each for FUZZ_SECONDS; make test runs a
 # bounded smoke pass over the seed corpus plus fresh inputs.
@@ -70,13 +81,15 @@ FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,unde
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(GEN_SRC)
 	@mkdir -p $(@D)
-	$(FUZZCC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRC) $(GEN_SRC) -Ibuild/gen $(LIBS)
+	@[ -n "$(Q)" ] && echo "  FUZZ $@" || true
+	$(Q)$(FUZZCC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRC) $(GEN_SRC) -Ibuild/gen $(LIBS)
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n tests/fuzz/seeds/$$n; done
 fuzz-smoke: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
-	  echo "== $$n"; $$f -runs=$(FUZZ_RUNS) -seed=1 build/fuzz/corpus/$$n tests/fuzz/seeds/$$n 2>&1 | tail -2; done
+	  echo "== $$n"; $$f -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus/$$n tests/fuzz/seeds/$$n \
+	    > build/fuzz/$$n.log 2>&1 || { tail -40 build/fuzz/$$n.log; exit 1; }; tail -1 build/fuzz/$$n.log; done
 
 integration: build/asan/queen build/release/queen
 	@scripts/run-integration.sh

@@ -127,12 +127,15 @@ int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *conte
         case CFG_ENUM: {
             int idx = (int)r->def;
             if (v) {
-                size_t n = strlen(v);
-                while (n && (v[n - 1] == ' ' || v[n - 1] == '\n' || v[n - 1] == '\r'))
+                const char *t = v;
+                while (*t == ' ' || *t == '\t')
+                    t++;
+                size_t n = strlen(t);
+                while (n && (t[n - 1] == ' ' || t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == '\t'))
                     n--;
                 idx = -1;
                 for (int k = 0; r->choices[k]; k++)
-                    if (ascii_ieq(v, n, r->choices[k]))
+                    if (ascii_ieq(t, n, r->choices[k]))
                         idx = k;
                 if (idx < 0) {
                     char list[256];
@@ -208,6 +211,12 @@ static const char *const node_id_what = "It names this node in status, logs and 
 
 char *config_node_id(const char *value, const char *hostname, int64_t port, char *err, size_t errlen)
 {
+    return config_node_id_named("QUEEN_NODE_ID", value, hostname, port, err, errlen);
+}
+
+char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, char *err,
+                           size_t errlen)
+{
     if (!value) {
         char tmp[300];
         if (port == 6632)
@@ -223,9 +232,9 @@ char *config_node_id(const char *value, const char *hostname, int64_t port, char
             k--;
         if (k == hl) {
             snprintf(err, errlen,
-                     "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%s needs a hostname ending in a number, and this "
+                     "ERROR boot: FATAL: queen: %s=%s needs a hostname ending in a number, and this "
                      "host is %s. %s",
-                     value, hostname, node_id_what);
+                     name, value, hostname, node_id_what);
             return NULL;
         }
         /* strip leading zeros but keep one digit */
@@ -234,7 +243,7 @@ char *config_node_id(const char *value, const char *hostname, int64_t port, char
         return xstrdup(hostname + k);
     }
     if (n > 128) {
-        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%.40s... is longer than 128 bytes. %s", value,
+        snprintf(err, errlen, "ERROR boot: FATAL: queen: %s=%.40s... is longer than 128 bytes. %s", name, value,
                  node_id_what);
         return NULL;
     }
@@ -242,9 +251,9 @@ char *config_node_id(const char *value, const char *hostname, int64_t port, char
         unsigned char c = (unsigned char)value[i];
         if (c <= 0x20 || c == 0x7f || c == '"' || c == '\\') {
             snprintf(err, errlen,
-                     "ERROR boot: FATAL: queen: QUEEN_NODE_ID=%s may not contain spaces, quotes, backslashes or "
+                     "ERROR boot: FATAL: queen: %s=%s may not contain spaces, quotes, backslashes or "
                      "control characters. %s",
-                     value, node_id_what);
+                     name, value, node_id_what);
             return NULL;
         }
     }
@@ -272,7 +281,8 @@ int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
     /* node identity: QUEEN_NODE_ID, or the spec's QUEEN_RAFT_NODE_ID */
     static const cfg_opt node_row = {"QUEEN_NODE_ID", "QUEEN_RAFT_NODE_ID", CFG_STRING, 0, 0, 0, 0,
                                      NULL, NULL, 0, NULL};
-    const char *nv = cfg_raw(&node_row, get, NULL);
+    const char *node_var = node_row.name;
+    const char *nv = cfg_raw(&node_row, get, &node_var);
     char host[256] = "localhost";
     if (gethostname(host, sizeof host - 1) != 0)
         snprintf(host, sizeof host, "localhost");
@@ -280,7 +290,7 @@ int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
     const char *hn = get("HOSTNAME");
     if (!is_blank(hn) && strlen(hn) < sizeof host)
         snprintf(host, sizeof host, "%s", hn);
-    c->node_id = config_node_id(nv, host, c->port, err, errlen);
+    c->node_id = config_node_id_named(node_var, nv, host, c->port, err, errlen);
     if (!c->node_id)
         return -1;
     if (c->pg_port_s) {

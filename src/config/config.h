@@ -70,5 +70,8 @@ void config_free(queen_config *c);
 /* Resolves QUEEN_NODE_ID's value against a hostname; exposed for tests. Returns a heap string
  * or NULL with err set. */
 char *config_node_id(const char *value, const char *hostname, int64_t port, char *err, size_t errlen);
+/* The same, naming the variable the value came from (QUEEN_NODE_ID or QUEEN_RAFT_NODE_ID). */
+char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, char *err,
+                           size_t errlen);
 
 #endif

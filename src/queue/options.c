@@ -111,16 +111,21 @@ int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err,
                 o->retention_sink_hold[0] = '\0';
                 break;
             }
-            const char *p;
-            size_t n;
-            if (t != JSON_STRING || json_str_span(d, v, &p, &n) < 0 || !(n == 0 || sink_name_ok(p, n))) {
+            buf name;
+            buf_init(&name, SINK_NAME_MAX + 8);
+            int ok = t == JSON_STRING && json_str_decode(d, v, &name) == 0 && !name.overflow &&
+                     (name.len == 0 || sink_name_ok(name.data, name.len));
+            if (!ok) {
+                buf_free(&name);
                 snprintf(err, errlen,
                          "options.%s must be a sink name (letters, digits, '-', '_', '.', at most %d) or null",
                          row->name, SINK_NAME_MAX);
                 return -1;
             }
-            memcpy(o->retention_sink_hold, p, n);
-            o->retention_sink_hold[n] = '\0';
+            memset(o->retention_sink_hold, 0, sizeof o->retention_sink_hold);
+            if (name.len)
+                memcpy(o->retention_sink_hold, name.data, name.len);
+            buf_free(&name);
             break;
         }
         }

@@ -12,6 +12,8 @@
 
 #include "config/config.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define CHECK(c)                                                                                              \
     do {                                                                                                      \
         if (!(c)) {                                                                                           \

@@ -10,6 +10,8 @@
 #include "core/buf.h"
 #include "json/json.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define CHECK(c)                                                                                              \
     do {                                                                                                      \
         if (!(c)) {                                                                                           \

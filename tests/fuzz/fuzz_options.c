@@ -10,6 +10,8 @@
 #include "json/json.h"
 #include "queue/options.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define CHECK(c)                                                                                              \
     do {                                                                                                      \
         if (!(c)) {                                                                                           \
@@ -35,6 +37,14 @@ static int parse_with(const char *src, size_t len, uint32_t token_depth, queue_o
     }
     json_doc_free(&d);
     return r;
+}
+
+/* Same options: every integer field and the hold name (bytes after the name's NUL may differ
+ * when a longer name was overwritten by a shorter one, and do not count). */
+static int same_options(const queue_options *x, const queue_options *y)
+{
+    return memcmp(x, y, offsetof(queue_options, retention_sink_hold)) == 0 &&
+           strcmp(x->retention_sink_hold, y->retention_sink_hold) == 0;
 }
 
 static void check_ranges(const queue_options *o)
@@ -68,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strcmp(ea, eb) == 0);
         return 0;
     }
-    CHECK(memcmp(&a, &b, sizeof a) == 0);
+    CHECK(same_options(&a, &b));
     check_ranges(&a);
 
     /* the JSON written back parses to the same options and writes the same text */
@@ -84,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_options: written options not accepted: %.*s (%s)\n", (int)w.len, w.data, ec);
         abort();
     }
-    CHECK(memcmp(&a, &c, sizeof a) == 0);
+    CHECK(same_options(&a, &c));
     buf w2;
     buf_init(&w2, 0);
     queue_options_json(&c, &w2);

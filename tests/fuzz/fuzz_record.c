@@ -16,6 +16,8 @@
 #include "core/uuid.h"
 #include "storage/record.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define CHECK(c)                                                                                              \
     do {                                                                                                      \
         if (!(c)) {                                                                                           \

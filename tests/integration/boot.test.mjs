@@ -60,3 +60,19 @@ test('an unreachable external database fails the boot with a clear log line', ()
   assert.notEqual(r.code, 0);
   assert.match(r.stderr, /cannot connect to PostgreSQL/);
 });
+
+test('the alias is named in its own error line', () => {
+  const r = runBoot({ QUEEN_RAFT_NODE_ID: 'ordinal', HOSTNAME: 'plain' });
+  assert.equal(r.code, 2);
+  assert.equal(r.stderr, 'ERROR boot: FATAL: queen: QUEEN_RAFT_NODE_ID=ordinal needs a hostname ending in a number, and this host is plain. It names this node in status, logs and the sink\'s leases\n');
+});
+
+test('enumerated values may carry surrounding blanks', async () => {
+  const node = await startQueen({ env: { QUEEN_LOG_LEVEL: ' warn ' } });
+  try {
+    assert.doesNotMatch(node.log, / INFO /);
+  } finally {
+    await node.stop();
+    rmrf(node.data);
+  }
+});

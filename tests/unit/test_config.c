@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "config/config.h"
+#include "core/buf.h"
 
 /* The injected environment: NULL-terminated name/value pairs. */
 static const char *const *g_env;
@@ -533,6 +534,37 @@ static void test_pg_external(void **state)
     config_free(&c);
 }
 
+static void test_pg_long_values(void **state)
+{
+    (void)state;
+    /* long values are carried whole, and the keywords after them are not dropped (a fixed
+     * 2048-byte buffer used to cut the password and lose sslmode=require) */
+    enum { N = 5000 };
+    char *pw = malloc(N + 1), *host = malloc(N + 1);
+    for (size_t i = 0; i < N; i++) {
+        pw[i] = i % 100 == 7 ? '\'' : i % 100 == 8 ? '\\' : (char)('a' + i % 26);
+        host[i] = (char)('a' + i % 26);
+    }
+    pw[N] = host[N] = '\0';
+    ENV("HOSTNAME", "h", "PG_HOST", host, "PG_PASSWORD", pw, "PG_USE_SSL", "true");
+    queen_config c;
+    load_ok(&c);
+    buf want;
+    buf_init(&want, 0);
+    buf_printf(&want, "host='%s' port='5432' user='postgres' password='", host);
+    for (size_t i = 0; i < N; i++) {
+        if (pw[i] == '\'' || pw[i] == '\\')
+            buf_putc(&want, '\\');
+        buf_putc(&want, pw[i]);
+    }
+    buf_puts(&want, "' dbname='postgres' sslmode='require'");
+    assert_string_equal(c.pg_conninfo, buf_cstr(&want));
+    buf_free(&want);
+    config_free(&c);
+    free(pw);
+    free(host);
+}
+
 static void test_pg_port_errors(void **state)
 {
     (void)state;
@@ -720,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_node_id),
         cmocka_unit_test(test_config_node_id_direct),
         cmocka_unit_test(test_pg_external),
+        cmocka_unit_test(test_pg_long_values),
         cmocka_unit_test(test_pg_port_errors),
         cmocka_unit_test(test_first_error_wins),
         cmocka_unit_test(test_error_buffer_truncation),
