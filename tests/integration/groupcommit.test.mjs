@@ -1,6 +1,7 @@
 // Group commit merges concurrent batch-1 pushes into few transactions; the dedup window
 // forgets producer transactionIds after QUEEN_DEDUP_WINDOW_SECONDS.
 import assert from 'node:assert/strict';
+import http2 from 'node:http2';
 import { after, before, test } from 'node:test';
 
 import { get, post, rmrf, sleep, startQueen } from './harness.mjs';
@@ -14,16 +15,36 @@ function metric(text, name) {
   return m ? Number(m[1]) : 0;
 }
 
+// Pushes as concurrent streams of one HTTP/2 connection, so they reach the node together.
+async function burst(url, bodies) {
+  const client = http2.connect(url);
+  try {
+    return await Promise.all(bodies.map((b) => new Promise((resolve, reject) => {
+      const req = client.request({ ':method': 'POST', ':path': '/api/v1/push', 'content-type': 'application/json' });
+      let status = 0;
+      let data = '';
+      req.on('response', (h) => { status = h[':status']; });
+      req.setEncoding('utf8');
+      req.on('data', (c) => { data += c; });
+      req.on('end', () => resolve({ status, data }));
+      req.on('error', reject);
+      req.end(JSON.stringify(b));
+    })));
+  } finally {
+    client.close();
+  }
+}
+
 test('concurrent batch-1 pushes share commits', async () => {
   await post(node.url, '/api/v1/push', { items: [{ queue: 'gc', payload: 0 }] });
   const before1 = metric((await get(node.url, '/metrics/prometheus')).text, 'queen_push_commits_total');
   const N = 300;
-  const res = await Promise.all([...Array(N).keys()].map((i) =>
-    post(node.url, '/api/v1/push', { items: [{ queue: 'gc', partition: `p${i % 10}`, payload: { i } }] })));
-  for (const r of res) assert.equal(r.status, 201);
+  const res = await burst(node.url, [...Array(N).keys()].map((i) => ({ items: [{ queue: 'gc', partition: `p${i % 10}`, payload: { i } }] })));
+  for (const r of res) assert.equal(r.status, 201, r.data);
   const after1 = metric((await get(node.url, '/metrics/prometheus')).text, 'queen_push_commits_total');
   const commits = after1 - before1;
-  assert.ok(commits > 0 && commits < N / 3, `${N} requests took ${commits} commits`);
+  // one commit per request would be 300; arriving together they share a handful
+  assert.ok(commits > 0 && commits <= N / 5, `${N} requests took ${commits} commits`);
   const f = await post(node.url, '/api/v1/fetch', { queue: 'gc', maxRecords: 1000 });
   assert.equal(f.json.records.length, N + 1);
 });
