@@ -59,6 +59,12 @@ static PGconn *connect_blocking(const queen_config *c, const char *conninfo, int
     }
 }
 
+static void on_pushed(void *arg, const uint8_t tenant[16], const char *queue, size_t qlen)
+{
+    app *a = arg;
+    notifier_changed(a->notify, tenant, queue, qlen);
+}
+
 static void on_pool_closed(void *arg)
 {
     app *a = arg;
@@ -92,6 +98,9 @@ static void on_signal(uv_signal_t *h, int sig)
     if (a->emb)
         embedded_supervise_stop(a->emb);
     maint_stop(a->maint);
+    /* parked long-polls answer now (empty), so the drain does not wait out their timeouts */
+    waitq_close(a->wq);
+    notifier_stop(a->notify);
     g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
     uv_timer_start(&g_drain, on_drain_check, 0, 10);
 }
@@ -142,6 +151,10 @@ int main(void)
                         cfg.db_connect_timeout_ms);
     a->push = pusher_new(a->db, &cfg);
     a->maint = maint_new(a->loop, a->db, cfg.dedup_window_s);
+    a->wq = waitq_new(a->loop);
+    a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
+                             cfg.db_connect_timeout_ms);
+    pusher_on_commit(a->push, on_pushed, a);
     http_server_opts ho = {
         .host = cfg.host,
         .port = (int)cfg.port,

@@ -17,6 +17,11 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/configure", api_configure, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/fetch", api_fetch, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/partitions/changed", api_partitions_changed, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/pop/queue/:queue", api_pop_queue, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/pop/queue/:queue/partition/:partition", api_pop_partition, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ack", api_ack, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ack/batch", api_ack_batch, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)

@@ -6,6 +6,8 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "consume/consume.h"
+#include "consume/notify.h"
 #include "db/embedded.h"
 #include "db/pg.h"
 #include "http/server.h"
@@ -23,6 +25,8 @@ typedef struct app {
     pusher *push;
     http_server *http;
     maint *maint;
+    waitq *wq;
+    notifier *notify;
     embedded_pg *emb;    /* NULL with an external database */
     int64_t started_wall_us;
     uint64_t started_mono_us;
@@ -40,6 +44,11 @@ void api_health(http_req *r);
 void api_status(http_req *r);
 void api_metrics_prometheus(http_req *r);
 void api_metrics_json(http_req *r);
+void api_pop_queue(http_req *r);
+void api_pop_partition(http_req *r);
+void api_ack(http_req *r);
+void api_ack_batch(http_req *r);
+void api_lease_extend(http_req *r);
 
 /* Shared request-body helpers: parse the body as a JSON object or answer 400 (the _or_respond
  * suffix: on -1 the client has been answered). */

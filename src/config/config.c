@@ -161,6 +161,7 @@ int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *conte
 
 static const char *const log_levels[] = {"trace", "debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"text", "json", NULL};
+static const char *const sub_modes[] = {"all", "new", "new-only", "from_beginning", NULL};
 
 #define OFF(f) offsetof(queen_config, f)
 static const cfg_opt broker_rows[] = {
@@ -202,6 +203,12 @@ static const cfg_opt broker_rows[] = {
      "It is the most records one group commit carries"},
     {"QUEEN_PUSH_MAX_INFLIGHT", NULL, CFG_INT, OFF(push_max_inflight), 4, 1, 64, NULL, NULL, 0,
      "It is how many push transactions this node keeps in flight at once"},
+    {"DEFAULT_TIMEOUT", "QUEEN_DEFAULT_TIMEOUT_MS", CFG_INT, OFF(default_timeout_ms), 30000, 0, 3600000, NULL, NULL, 0,
+     "It is the long-poll timeout in milliseconds of a pop that sends none"},
+    {"DEFAULT_BATCH_SIZE", "QUEEN_DEFAULT_BATCH_SIZE", CFG_INT, OFF(default_batch), 1, 1, 10000, NULL, NULL, 0,
+     "It is the batch of a pop that sends none"},
+    {"DEFAULT_SUBSCRIPTION_MODE", NULL, CFG_ENUM, OFF(default_subscription_mode), 0, 0, 0, NULL, sub_modes, 0,
+     "It is where a new consumer group starts when a pop names no subscriptionMode"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
 };

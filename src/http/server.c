@@ -126,6 +126,8 @@ static void on_h2o_dispose(void *p)
     r->h2o_req = NULL;
     if (!r->async || r->responded)
         ctx_free(r);
+    else if (r->on_abandon)
+        r->on_abandon(r);
 }
 
 int http_client_gone(const http_req *r)

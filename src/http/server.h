@@ -42,6 +42,11 @@ struct http_req {
     uint8_t tenant[16];      /* the request's tenant (default tenant until auth says otherwise) */
     const char *subject;     /* authenticated subject (JWT sub), or NULL */
     arena ar;                /* freed with the context */
+    /* Called when the client goes away while the handler is async and has not answered; the
+     * handler must then answer (http_respond frees the context) once nothing of its own still
+     * refers to it. NULL = just wait for the handler to answer. */
+    void (*on_abandon)(http_req *r);
+    void *abandon_arg;
     /* private */
     void *h2o_req;           /* NULL once h2o has disposed of the request */
     int async;

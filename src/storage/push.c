@@ -80,6 +80,8 @@ struct pusher {
     int inflight;
     int queued;
     pusher_metrics m;
+    pusher_commit_fn on_commit;
+    void *on_commit_arg;
 };
 
 static const double batch_bounds[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 50000};
@@ -102,6 +104,12 @@ pusher *pusher_new(db_pool *db, const queen_config *cfg)
 void pusher_free(pusher *p)
 {
     free(p);
+}
+
+void pusher_on_commit(pusher *p, pusher_commit_fn fn, void *arg)
+{
+    p->on_commit = fn;
+    p->on_commit_arg = arg;
 }
 
 const pusher_metrics *pusher_get_metrics(const pusher *p)
@@ -309,6 +317,10 @@ static void batch_finish(batch *b, int err_status, const char *err)
         mc_add(&p->m.bytes, bytes);
         mc_add(&p->m.duplicates, dups);
         mc_add(&p->m.commits, 1);
+        if (p->on_commit)
+            for (uint32_t gi = 0; gi < b->ngroups; gi++)
+                if (b->groups[gi].n)
+                    p->on_commit(p->on_commit_arg, b->groups[gi].tenant, b->groups[gi].queue, b->groups[gi].queue_len);
         mhist_observe(&p->m.batch_records, recs);
         mhist_observe(&p->m.batch_requests, b->nreqs);
         mhist_observe(&p->m.commit_seconds, mono_us() - b->started_us);

@@ -1,0 +1,323 @@
+/* api_ack.c — POST /api/v1/ack, POST /api/v1/ack/batch, POST /api/v1/lease/:leaseId/extend.
+ * Acks of one request are one call of queen.ack_v1 (one transaction). Messages follow the
+ * earlier release's texts so its clients recognise them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "db/pgarray.h"
+
+typedef struct ack_ctx {
+    http_req *http;
+    app *a;
+    db_req dbr;
+    sql_params sp;
+    pgarray parts, txns, status, leases, errors;
+    char tenant[37];
+    const char *group;
+    uint32_t n;
+    const char **txn_of; /* per item, for the answer */
+} ack_ctx;
+
+typedef struct ack_item {
+    const char *txn;
+    size_t txn_len;
+    uuid part;
+    const char *status;
+    int has_lease;
+    uuid lease;
+    const char *error;
+} ack_item;
+
+static void ack_free(ack_ctx *c)
+{
+    pgarray_free(&c->parts);
+    pgarray_free(&c->txns);
+    pgarray_free(&c->status);
+    pgarray_free(&c->leases);
+    pgarray_free(&c->errors);
+}
+
+static void on_acked(db_req *d)
+{
+    ack_ctx *c = d->arg;
+    http_req *r = c->http;
+    ack_free(c);
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res) {
+        http_respond_error(r, d->err == DB_SQL ? 500 : 503, "%s", d->errmsg);
+        db_req_clear(d);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_putc(&b, '[');
+    int rows = PQntuples(res);
+    for (int i = 0; i < rows; i++) {
+        int idx = atoi(PQgetvalue(res, i, 0)) - 1;
+        if (i)
+            buf_putc(&b, ',');
+        buf_printf(&b, "{\"index\":%d,\"transactionId\":", idx);
+        jw_cstr(&b, idx >= 0 && (uint32_t)idx < c->n ? c->txn_of[idx] : "");
+        buf_printf(&b, ",\"success\":%s,\"error\":", PQgetvalue(res, i, 1)[0] == 't' ? "true" : "false");
+        if (PQgetisnull(res, i, 2))
+            buf_puts(&b, "null");
+        else
+            jw_cstr(&b, PQgetvalue(res, i, 2));
+        buf_puts(&b, ",\"queueName\":");
+        if (PQgetisnull(res, i, 3)) {
+            buf_puts(&b, "null");
+        } else {
+            const char *q = PQgetvalue(res, i, 3);
+            jw_cstr(&b, q);
+            /* records may be available again (a lease released or finished): wake waiters */
+            notifier_changed(c->a->notify, r->tenant, q, strlen(q));
+        }
+        buf_puts(&b, ",\"partitionName\":");
+        if (PQgetisnull(res, i, 4))
+            buf_puts(&b, "null");
+        else
+            jw_cstr(&b, PQgetvalue(res, i, 4));
+        buf_printf(&b, ",\"leaseReleased\":%s,\"dlq\":%s}", PQgetvalue(res, i, 5)[0] == 't' ? "true" : "false",
+                   PQgetvalue(res, i, 6)[0] == 't' ? "true" : "false");
+    }
+    buf_putc(&b, ']');
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+/* Reads one acknowledgment object; on a client error returns -1 with msg set. */
+static int read_item(http_req *r, const json_doc *d, int t, int batch, uint32_t i, ack_item *it, char *msg, size_t ml)
+{
+    const char *s;
+    size_t len;
+    if (json_type_of(d, t) != JSON_OBJECT) {
+        snprintf(msg, ml, "Each acknowledgment must be an object (acknowledgments[%u] is not)", i);
+        return -1;
+    }
+    if (api_str_field(r, d, t, "transactionId", &it->txn, &it->txn_len) <= 0) {
+        snprintf(msg, ml, batch ? "Each acknowledgment must have a valid transactionId string" : "transactionId is required");
+        return -1;
+    }
+    if (api_str_field(r, d, t, "partitionId", &s, &len) <= 0) {
+        snprintf(msg, ml, batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
+                                : "partitionId is required to ensure message uniqueness");
+        return -1;
+    }
+    if (uuid_parse(s, len, &it->part) < 0) {
+        snprintf(msg, ml, "partitionId must be a UUID%s", batch ? " in every acknowledgment" : "");
+        return -1;
+    }
+    int rc = api_str_field(r, d, t, "status", &it->status, &len);
+    if (rc < 0) {
+        snprintf(msg, ml, "status must be a string (completed, failed, dlq or retry)");
+        return -1;
+    }
+    if (rc == 0)
+        it->status = "completed";
+    rc = api_str_field(r, d, t, "leaseId", &s, &len);
+    if (rc < 0) {
+        snprintf(msg, ml, "leaseId must be a string");
+        return -1;
+    }
+    if (rc == 1 && len > 0) {
+        if (uuid_parse(s, len, &it->lease) < 0) {
+            snprintf(msg, ml, "leaseId must be a UUID");
+            return -1;
+        }
+        it->has_lease = 1;
+    }
+    rc = api_str_field(r, d, t, "error", &it->error, &len);
+    if (rc < 0) {
+        snprintf(msg, ml, "error must be a string");
+        return -1;
+    }
+    return 0;
+}
+
+static void submit_acks(http_req *r, ack_item *items, uint32_t n, const char *group)
+{
+    app *a = r->app;
+    ack_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = a;
+    c->n = n;
+    c->group = group && *group ? group : QUEUE_MODE_GROUP;
+    c->txn_of = arena_alloc(&r->ar, n * sizeof *c->txn_of);
+    pgarray_begin(&c->parts, OID_UUID);
+    pgarray_begin(&c->txns, OID_TEXT);
+    pgarray_begin(&c->status, OID_TEXT);
+    pgarray_begin(&c->leases, OID_UUID);
+    pgarray_begin(&c->errors, OID_TEXT);
+    for (uint32_t i = 0; i < n; i++) {
+        ack_item *it = &items[i];
+        c->txn_of[i] = it->txn;
+        pgarray_add(&c->parts, it->part.b, 16);
+        pgarray_add(&c->txns, it->txn, it->txn_len);
+        pgarray_add(&c->status, it->status, strlen(it->status));
+        if (it->has_lease)
+            pgarray_add(&c->leases, it->lease.b, 16);
+        else
+            pgarray_add_null(&c->leases);
+        if (it->error)
+            pgarray_add(&c->errors, it->error, strlen(it->error));
+        else
+            pgarray_add_null(&c->errors);
+    }
+    format_uuid_text(r->tenant, c->tenant);
+    sql_params *p = &c->sp;
+    p->values[0] = c->tenant;
+    p->values[1] = c->group;
+    pgarray *arrs[5] = {&c->parts, &c->txns, &c->status, &c->leases, &c->errors};
+    for (int k = 0; k < 5; k++) {
+        pgarray_finish(arrs[k]);
+        p->values[2 + k] = arrs[k]->b.data;
+        p->lengths[2 + k] = (int)arrs[k]->b.len;
+        p->formats[2 + k] = 1;
+    }
+    p->n = 7;
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){ACK_SQL, 7, p->values, p->lengths, p->formats, 0};
+    c->dbr.done = on_acked;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        ack_free(c);
+        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+    }
+}
+
+void api_ack(http_req *r)
+{
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 0) < 0)
+        return;
+    ack_item *it = arena_alloc(&r->ar, sizeof *it);
+    memset(it, 0, sizeof *it);
+    char msg[256];
+    const char *group = NULL;
+    size_t gl;
+    if (read_item(r, &d, 0, 0, 0, it, msg, sizeof msg) < 0 ||
+        (api_str_field(r, &d, 0, "consumerGroup", &group, &gl) < 0 &&
+         snprintf(msg, sizeof msg, "consumerGroup must be a string") > 0)) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "%s", msg);
+        return;
+    }
+    json_doc_free(&d);
+    submit_acks(r, it, 1, group);
+}
+
+void api_ack_batch(http_req *r)
+{
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 0) < 0)
+        return;
+    int arr = json_get(&d, 0, "acknowledgments");
+    if (json_type_of(&d, arr) != JSON_ARRAY) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "acknowledgments array is required");
+        return;
+    }
+    uint32_t n = d.toks[arr].count;
+    if (n == 0) {
+        json_doc_free(&d);
+        http_respond(r, 200, "application/json", "[]", 2);
+        return;
+    }
+    const char *group = NULL;
+    size_t gl;
+    if (api_str_field(r, &d, 0, "consumerGroup", &group, &gl) < 0) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "consumerGroup must be a string");
+        return;
+    }
+    ack_item *items = arena_alloc(&r->ar, n * sizeof *items);
+    memset(items, 0, n * sizeof *items);
+    char msg[256];
+    int t = json_first(&d, arr);
+    for (uint32_t i = 0; i < n; i++, t = json_next(&d, t)) {
+        if (read_item(r, &d, t, 1, i, &items[i], msg, sizeof msg) < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "%s", msg);
+            return;
+        }
+    }
+    json_doc_free(&d);
+    submit_acks(r, items, n, group);
+}
+
+typedef struct extend_ctx {
+    http_req *http;
+    db_req dbr;
+    char lease[37];
+    char secs[16];
+    const char *values[2];
+} extend_ctx;
+
+static void on_extended(db_req *d)
+{
+    extend_ctx *c = d->arg;
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res || PQntuples(res) != 1) {
+        http_respond_error(c->http, d->err == DB_SQL ? 500 : 503, "%s", d->errmsg);
+        db_req_clear(d);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "[{\"index\":0,\"leaseId\":\"%s\",", c->lease);
+    if (PQgetisnull(res, 0, 0)) {
+        buf_puts(&b, "\"success\":false,\"error\":");
+        jw_cstr(&b, PQgetvalue(res, 0, 1));
+        buf_puts(&b, ",\"expiresAt\":null}]");
+    } else {
+        char at[32];
+        format_iso_ms(atoll(PQgetvalue(res, 0, 0)), at);
+        buf_printf(&b, "\"success\":true,\"error\":null,\"expiresAt\":\"%s\"}]", at);
+    }
+    db_req_clear(d);
+    http_respond_json(c->http, 200, &b);
+    buf_free(&b);
+}
+
+void api_lease_extend(http_req *r)
+{
+    app *a = r->app;
+    uuid lease;
+    if (uuid_parse(r->params[0], r->param_lens[0], &lease) < 0) {
+        http_respond_error(r, 400, "leaseId must be a UUID");
+        return;
+    }
+    int64_t seconds = 60;
+    if (r->body && r->body_len) {
+        json_doc d;
+        if (api_parse_body_or_respond(r, &d, 0) < 0)
+            return;
+        int rc = api_int_field(&d, 0, "seconds", 1, 7 * 86400, &seconds);
+        json_doc_free(&d);
+        if (rc < 0) {
+            http_respond_error(r, 400, "seconds must be an integer between 1 and 604800");
+            return;
+        }
+    }
+    extend_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    uuid_format(&lease, c->lease);
+    snprintf(c->secs, sizeof c->secs, "%lld", (long long)seconds);
+    c->values[0] = c->lease;
+    c->values[1] = c->secs;
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){LEASE_EXTEND_SQL, 2, c->values, NULL, NULL, 0};
+    c->dbr.done = on_extended;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0)
+        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+}

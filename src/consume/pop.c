@@ -1,0 +1,156 @@
+/* pop.c — pop, lease store and ack: SQL, parameters, decoding. */
+#include <stdio.h>
+#include <string.h>
+
+#include "consume.h"
+#include "core/util.h"
+#include "db/pg.h"
+
+const char POP_SQL[] =
+    "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data FROM queen.pop_v1("
+    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid, $11::int4)";
+
+static void p_set(sql_params *p, const char *v)
+{
+    int i = p->n++;
+    p->values[i] = v;
+    p->lengths[i] = 0;
+    p->formats[i] = 0;
+}
+
+static void p_i64(sql_params *p, int64_t v)
+{
+    int i = p->n++;
+    snprintf(p->text[i], sizeof p->text[i], "%lld", (long long)v);
+    p->values[i] = p->text[i];
+    p->lengths[i] = 0;
+    p->formats[i] = 0;
+}
+
+void pop_params(const pop_args *a, sql_params *p)
+{
+    memset(p, 0, sizeof *p);
+    int i = p->n;
+    format_uuid_text(a->tenant, p->text[i]);
+    p_set(p, p->text[i]);
+    p_set(p, a->queue);
+    p_set(p, a->partition);
+    p_set(p, a->group);
+    p_i64(p, a->batch);
+    p_set(p, a->auto_ack ? "true" : "false");
+    p_set(p, a->sub_mode);
+    if (a->sub_from)
+        p_i64(p, a->sub_from);
+    else
+        p_set(p, NULL);
+    p_i64(p, a->max_partitions);
+    i = p->n;
+    uuid_format(&a->lease_id, p->text[i]);
+    p_set(p, p->text[i]);
+    p_i64(p, a->lease_seconds);
+}
+
+static int64_t i64_at(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
+}
+
+int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    int rows = PQntuples(res);
+    popped_partition cur;
+    memset(&cur, 0, sizeof cur);
+    for (int i = 0; i < rows; i++) {
+        int32_t kind = db_get_i32(res, i, 0);
+        if (kind == 2) {
+            snprintf(out->why, sizeof out->why, "%s", PQgetvalue(res, i, 3));
+            out->retry_at = i64_at(res, i, 6);
+            continue;
+        }
+        if (kind == 0) {
+            memset(&cur, 0, sizeof cur);
+            cur.id = (uint64_t)i64_at(res, i, 1);
+            cur.uuid = (const uint8_t *)PQgetvalue(res, i, 2);
+            cur.name = PQgetvalue(res, i, 3);
+            cur.name_len = (size_t)PQgetlength(res, i, 3);
+            cur.start = i64_at(res, i, 4);
+            cur.end = i64_at(res, i, 5);
+            cur.lease_expires = i64_at(res, i, 6);
+            out->claimed++;
+            continue;
+        }
+        int64_t base = i64_at(res, i, 4);
+        int64_t ts = i64_at(res, i, 7);
+        uint32_t count = (uint32_t)db_get_i32(res, i, 8);
+        seg_reader sr;
+        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, 9), (size_t)PQgetlength(res, i, 9),
+                            (uint64_t)base, count) < 0)
+            return -1;
+        record_view v;
+        int rc;
+        while ((rc = seg_reader_next(&sr, &v)) == 1) {
+            if ((int64_t)v.offset < cur.start)
+                continue;
+            if ((int64_t)v.offset >= cur.end)
+                break;
+            out->records++;
+            on_record(arg, &cur, &v, ts);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+const char LEASE_STORE_SQL[] = "SELECT queen.lease_store_v1($1::text, $2::uuid, $3::int8[], $4::int4[], $5::text[])";
+
+void lease_store_init(lease_store *ls, const char *group, const uuid *lease)
+{
+    memset(ls, 0, sizeof *ls);
+    (void)group;
+    uuid_format(lease, ls->lease);
+    pgarray_begin(&ls->pids, OID_INT8);
+    pgarray_begin(&ls->counts, OID_INT4);
+    pgarray_begin(&ls->txns, OID_TEXT);
+}
+
+void lease_store_add_partition(lease_store *ls, uint64_t pid, uint32_t count)
+{
+    pgarray_add_i64(&ls->pids, (int64_t)pid);
+    pgarray_add_i32(&ls->counts, (int32_t)count);
+}
+
+void lease_store_add_txn(lease_store *ls, const char *txn, size_t len)
+{
+    pgarray_add(&ls->txns, txn, len);
+}
+
+void lease_store_finish(lease_store *ls, const char *group)
+{
+    sql_params *p = &ls->sp;
+    p->n = 0;
+    p_set(p, group);
+    p_set(p, ls->lease);
+    pgarray *arrs[3] = {&ls->pids, &ls->counts, &ls->txns};
+    for (int k = 0; k < 3; k++) {
+        pgarray_finish(arrs[k]);
+        int i = p->n++;
+        p->values[i] = arrs[k]->b.data;
+        p->lengths[i] = (int)arrs[k]->b.len;
+        p->formats[i] = 1;
+    }
+}
+
+void lease_store_free(lease_store *ls)
+{
+    pgarray_free(&ls->pids);
+    pgarray_free(&ls->counts);
+    pgarray_free(&ls->txns);
+}
+
+const char ACK_SQL[] =
+    "SELECT idx, success, error, queue_name, partition_name, lease_released, dlq FROM queen.ack_v1("
+    "$1::uuid, $2::text, $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[]) ORDER BY idx";
+
+const char LEASE_EXTEND_SQL[] = "SELECT expires_at, error FROM queen.lease_extend_v1($1::uuid, $2::int4)";

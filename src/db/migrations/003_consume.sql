@@ -1,0 +1,453 @@
+-- 003_consume — consumer groups over dense offsets: cursors with leases, subscriptions,
+-- dead letters; and the pop, lease, ack and extend functions.
+--
+-- A cursor is one row per (partition, consumer group): next_offset is the first record the
+-- group has not finished (everything below is acked or dead-lettered). A pop leases the run
+-- [lease_start, lease_end) to one consumer until lease_expires_at; acks mark records of the
+-- lease done and the cursor advances over the done prefix. Queue mode is the reserved group
+-- '__QUEUE_MODE__'.
+CREATE TABLE queen.cursors (
+    partition_id      bigint NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
+    consumer_group    text NOT NULL,
+    queue_id          bigint NOT NULL,
+    next_offset       bigint NOT NULL,
+    lease_id          uuid,
+    lease_expires_at  bigint,            -- µs; NULL = no lease
+    lease_start       bigint,
+    lease_end         bigint,            -- exclusive
+    lease_txns        text[],            -- transactionIds of lease_start .. lease_end-1
+    lease_done        boolean[],
+    lease_failed      boolean NOT NULL DEFAULT false, -- this delivery already counted a failure
+    retry_count       integer NOT NULL DEFAULT 0,     -- failed deliveries of the batch at next_offset
+    total_consumed    bigint NOT NULL DEFAULT 0,
+    last_consumed_at  timestamptz,
+    claimed_at        bigint NOT NULL DEFAULT 0,      -- µs of the last claim: least recent first
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (partition_id, consumer_group)
+) WITH (fillfactor = 50);
+CREATE INDEX cursors_queue_group ON queen.cursors (queue_id, consumer_group);
+CREATE INDEX cursors_lease ON queen.cursors (lease_id) WHERE lease_id IS NOT NULL;
+
+-- Where a consumer group starts on a partition it has no cursor for yet. No row = from the
+-- beginning of the log.
+CREATE TABLE queen.subscriptions (
+    queue_id        bigint NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
+    consumer_group  text NOT NULL,
+    mode            text NOT NULL,         -- 'new' or 'timestamp'
+    start_ts        bigint NOT NULL,       -- µs: records stamped before it are skipped
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (queue_id, consumer_group)
+);
+
+-- A dead letter keeps its own copy of the record, so it outlives the log's retention.
+CREATE TABLE queen.dead_letters (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue_id        bigint NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
+    partition_id    bigint NOT NULL REFERENCES queen.partitions (id) ON DELETE CASCADE,
+    consumer_group  text NOT NULL,
+    off             bigint NOT NULL,
+    txn_id          text NOT NULL,
+    ts              bigint NOT NULL,
+    error           text,
+    retry_count     integer NOT NULL DEFAULT 0,
+    record          bytea,
+    failed_at       timestamptz NOT NULL DEFAULT now(),
+    requeued_at     timestamptz
+);
+CREATE INDEX dead_letters_queue ON queen.dead_letters (queue_id, failed_at DESC);
+CREATE INDEX dead_letters_partition ON queen.dead_letters (partition_id, txn_id);
+
+CREATE INDEX segments_ts ON queen.segments (partition_id, ts);
+
+-- The first offset stamped at or after p_ts (the partition's end when none is).
+CREATE FUNCTION queen.offset_at_ts_v1(p_pid bigint, p_ts bigint) RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(
+        (SELECT s.base_offset FROM queen.segments s
+          WHERE s.partition_id = p_pid AND s.ts >= p_ts ORDER BY s.ts, s.last_offset LIMIT 1),
+        (SELECT p.next_offset FROM queen.partitions p WHERE p.id = p_pid))
+$$;
+
+-- Reads a LEB128 varint from a bytea at 0-based position p_pos.
+CREATE FUNCTION queen.varint_v1(p_data bytea, p_pos integer, OUT val bigint, OUT next integer)
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    b integer;
+    shift integer := 0;
+BEGIN
+    val := 0;
+    next := p_pos;
+    LOOP
+        b := get_byte(p_data, next);
+        next := next + 1;
+        val := val | ((b & 127)::bigint << shift);
+        EXIT WHEN b < 128;
+        shift := shift + 7;
+    END LOOP;
+END
+$$;
+
+-- The encoded bytes of the record at offset p_off (see src/storage/record.h), with its stamp.
+CREATE FUNCTION queen.record_at_v1(p_pid bigint, p_off bigint, OUT ts bigint, OUT rec bytea)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_base bigint;
+    v_data bytea;
+    pos integer := 1;
+    start integer;
+    flags integer;
+    v record;
+BEGIN
+    SELECT s.base_offset, s.ts, s.data INTO v_base, ts, v_data
+      FROM queen.segments s WHERE s.partition_id = p_pid AND s.last_offset >= p_off AND s.base_offset <= p_off;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    FOR k IN 0 .. (p_off - v_base) LOOP
+        start := pos;
+        flags := get_byte(v_data, pos);
+        pos := pos + 1;
+        IF flags & 1 = 1 THEN
+            pos := pos + 16;
+        ELSE
+            v := queen.varint_v1(v_data, pos);
+            pos := v.next + v.val::integer;
+        END IF;
+        IF flags & 2 = 2 THEN
+            pos := pos + 16;
+        END IF;
+        IF flags & 4 = 4 THEN
+            v := queen.varint_v1(v_data, pos);
+            pos := v.next + v.val::integer;
+        END IF;
+        v := queen.varint_v1(v_data, pos);
+        pos := v.next + v.val::integer;
+    END LOOP;
+    rec := substring(v_data FROM start + 1 FOR pos - start);
+END
+$$;
+
+-- pop_v1: claims up to p_max_partitions partitions of a queue (or the one named) for a
+-- consumer group and returns the segments holding the claimed records.
+--   kind 0: a claimed partition: pid, puuid, pname, a = first offset, b = end offset (excl.),
+--           c = lease expiry (µs)
+--   kind 1: a segment of the partition pid: a = base offset, b = last offset, seg_*
+--   kind 2: why nothing was claimed: pname = 'queue_not_found' | 'partition_not_found' |
+--           'lease_held' | 'window_buffer' | 'empty'
+-- Partitions are tried least recently claimed first, and busy ones (another pop holding the
+-- advisory lock, an ack holding the row) are skipped, never waited for.
+CREATE FUNCTION queen.pop_v1(
+    p_tenant uuid, p_queue text, p_partition text, p_group text, p_batch integer, p_auto_ack boolean,
+    p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_id uuid, p_lease_seconds integer)
+RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b bigint, c bigint,
+               seg_ts bigint, seg_count integer, seg_data bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_now      bigint := queen.now_us();
+    v_qid      bigint;
+    v_opts     jsonb;
+    v_lease_us bigint;
+    v_delay_us bigint;
+    v_wb_us    bigint;
+    v_sub_ts   bigint;
+    v_claimed  integer := 0;
+    v_budget   bigint := greatest(p_batch, 1);
+    v_start    bigint;
+    v_end      bigint;
+    v_limit    bigint;
+    v_why      text := 'empty';
+    cand       record;
+    cur        record;
+BEGIN
+    SELECT q.id, q.options INTO v_qid, v_opts FROM queen.queues q WHERE q.tenant_id = p_tenant AND q.name = p_queue;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, 'queue_not_found'::text, NULL::bigint, NULL::bigint,
+                            NULL::bigint, NULL::bigint, NULL::integer, NULL::bytea;
+        RETURN;
+    END IF;
+    v_lease_us := coalesce(nullif(p_lease_seconds, 0), nullif((v_opts->>'leaseTime')::bigint, 0), 60) * 1000000;
+    v_delay_us := coalesce((v_opts->>'delayedProcessing')::bigint, 0) * 1000000;
+    v_wb_us := coalesce((v_opts->>'windowBuffer')::bigint, 0) * 1000000;
+
+    IF p_group <> '__QUEUE_MODE__' THEN
+        SELECT s.start_ts INTO v_sub_ts FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
+        IF NOT FOUND AND (p_sub_from IS NOT NULL OR p_sub_mode = 'new') THEN
+            INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, start_ts)
+            VALUES (v_qid, p_group, CASE WHEN p_sub_from IS NULL THEN 'new' ELSE 'timestamp' END, coalesce(p_sub_from, v_now))
+            ON CONFLICT DO NOTHING;
+            SELECT s.start_ts INTO v_sub_ts FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
+        END IF;
+    END IF;
+
+    IF p_partition IS NOT NULL THEN
+        PERFORM 1 FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, 'partition_not_found'::text, NULL::bigint, NULL::bigint,
+                                NULL::bigint, NULL::bigint, NULL::integer, NULL::bytea;
+            RETURN;
+        END IF;
+    END IF;
+
+    FOR cand IN
+        SELECT p.id, p.uuid, p.name, p.next_offset AS p_next, p.start_offset AS p_start, p.last_ts,
+               x.lease_expires_at AS lease_exp
+        FROM queen.partitions p
+        LEFT JOIN queen.cursors x ON x.partition_id = p.id AND x.consumer_group = p_group
+        WHERE p.queue_id = v_qid
+          AND (p_partition IS NULL OR p.name = p_partition)
+          AND p.next_offset > greatest(coalesce(x.next_offset, p.start_offset), p.start_offset)
+          AND (p_partition IS NOT NULL OR x.lease_expires_at IS NULL OR x.lease_expires_at < v_now)
+          AND (p_partition IS NOT NULL OR v_wb_us = 0 OR p.last_ts <= v_now - v_wb_us)
+        ORDER BY coalesce(x.claimed_at, 0), p.id
+        LIMIT greatest(p_max_partitions * 4, 16)
+    LOOP
+        EXIT WHEN v_claimed >= p_max_partitions OR v_budget <= 0;
+        IF cand.lease_exp IS NOT NULL AND cand.lease_exp >= v_now THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        IF v_wb_us > 0 AND cand.last_ts > v_now - v_wb_us THEN
+            v_why := 'window_buffer';
+            CONTINUE;
+        END IF;
+        IF NOT pg_try_advisory_xact_lock(hashtextextended(p_group, cand.id)) THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        INSERT INTO queen.cursors (partition_id, consumer_group, queue_id, next_offset)
+        VALUES (cand.id, p_group, v_qid,
+                CASE WHEN v_sub_ts IS NULL THEN cand.p_start ELSE queen.offset_at_ts_v1(cand.id, v_sub_ts) END)
+        ON CONFLICT DO NOTHING;
+        SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = cand.id AND x.consumer_group = p_group
+        FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND OR (cur.lease_expires_at IS NOT NULL AND cur.lease_expires_at >= v_now) THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        v_start := greatest(cur.next_offset, cand.p_start);
+        v_end := least(v_start + v_budget, cand.p_next);
+        IF v_delay_us > 0 THEN
+            SELECT s.base_offset INTO v_limit FROM queen.segments s
+             WHERE s.partition_id = cand.id AND s.last_offset >= v_start AND s.ts > v_now - v_delay_us
+             ORDER BY s.last_offset LIMIT 1;
+            IF FOUND THEN
+                v_end := least(v_end, v_limit);
+            END IF;
+        END IF;
+        IF v_end <= v_start THEN
+            CONTINUE;
+        END IF;
+        IF p_auto_ack THEN
+            UPDATE queen.cursors x SET next_offset = v_end, claimed_at = v_now, retry_count = 0,
+                   total_consumed = x.total_consumed + (v_end - v_start), last_consumed_at = now(),
+                   lease_id = NULL, lease_expires_at = NULL, lease_start = NULL, lease_end = NULL,
+                   lease_txns = NULL, lease_done = NULL, lease_failed = false
+             WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
+        ELSE
+            UPDATE queen.cursors x SET next_offset = v_start, claimed_at = v_now,
+                   lease_id = p_lease_id, lease_expires_at = v_now + v_lease_us, lease_start = v_start,
+                   lease_end = v_end, lease_txns = NULL, lease_done = NULL, lease_failed = false
+             WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
+        END IF;
+        RETURN QUERY SELECT 0, cand.id, cand.uuid, cand.name, v_start, v_end, v_now + v_lease_us,
+                            NULL::bigint, NULL::integer, NULL::bytea;
+        RETURN QUERY SELECT 1, cand.id, NULL::uuid, NULL::text, s.base_offset, s.last_offset, NULL::bigint,
+                            s.ts, s.record_count, s.data
+                       FROM queen.segments s
+                      WHERE s.partition_id = cand.id AND s.last_offset >= v_start AND s.base_offset < v_end
+                      ORDER BY s.last_offset;
+        v_claimed := v_claimed + 1;
+        v_budget := v_budget - (v_end - v_start);
+    END LOOP;
+    IF v_claimed = 0 THEN
+        -- when records could become available without a push: a lease over records expiring,
+        -- or records held back by delayedProcessing / windowBuffer (looked at again in 1 s)
+        SELECT min(x.lease_expires_at) INTO v_limit
+          FROM queen.cursors x JOIN queen.partitions p ON p.id = x.partition_id
+         WHERE x.queue_id = v_qid AND x.consumer_group = p_group AND x.lease_expires_at >= v_now
+           AND p.next_offset > x.next_offset AND (p_partition IS NULL OR p.name = p_partition);
+        IF v_delay_us > 0 OR v_wb_us > 0 THEN
+            v_limit := least(coalesce(v_limit, v_now + 1000000), v_now + 1000000);
+        END IF;
+        RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, v_why, NULL::bigint, NULL::bigint, v_limit,
+                            NULL::bigint, NULL::integer, NULL::bytea;
+    END IF;
+END
+$$;
+
+-- lease_store_v1: records which transactionIds a lease delivered (offsets lease_start ..), so
+-- an ack by transactionId finds its offset. Committed asynchronously: if it is lost in a
+-- crash the lease cannot be acked and simply expires, and the records are delivered again.
+CREATE FUNCTION queen.lease_store_v1(p_group text, p_lease uuid, p_pids bigint[], p_counts integer[], p_txns text[])
+RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    i integer;
+    v_at integer := 1;
+    n integer := 0;
+BEGIN
+    SET LOCAL synchronous_commit = off;
+    FOR i IN 1 .. coalesce(cardinality(p_pids), 0) LOOP
+        UPDATE queen.cursors x
+           SET lease_txns = p_txns[v_at : v_at + p_counts[i] - 1],
+               lease_done = array_fill(false, ARRAY[p_counts[i]])
+         WHERE x.partition_id = p_pids[i] AND x.consumer_group = p_group AND x.lease_id = p_lease;
+        v_at := v_at + p_counts[i];
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+-- cursor_advance_v1: moves the cursor over the done prefix of its lease. A lease whose records
+-- are all done is released and the retry count starts again for the next batch.
+CREATE FUNCTION queen.cursor_advance_v1(p_pid bigint, p_group text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    cur record;
+    n integer;
+    k integer;
+    v_next bigint;
+BEGIN
+    SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
+    IF NOT FOUND OR cur.lease_done IS NULL THEN
+        RETURN;
+    END IF;
+    n := cardinality(cur.lease_done);
+    k := greatest(cur.next_offset - cur.lease_start, 0)::integer;
+    WHILE k < n AND cur.lease_done[k + 1] LOOP
+        k := k + 1;
+    END LOOP;
+    v_next := greatest(cur.lease_start + k, cur.next_offset);
+    IF k = n THEN
+        UPDATE queen.cursors x
+           SET next_offset = v_next, total_consumed = x.total_consumed + (v_next - cur.next_offset),
+               last_consumed_at = now(), lease_id = NULL, lease_expires_at = NULL, lease_start = NULL,
+               lease_end = NULL, lease_txns = NULL, lease_done = NULL, lease_failed = false, retry_count = 0
+         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
+    ELSIF v_next > cur.next_offset THEN
+        UPDATE queen.cursors x
+           SET next_offset = v_next, total_consumed = x.total_consumed + (v_next - cur.next_offset),
+               last_consumed_at = now()
+         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
+    END IF;
+END
+$$;
+
+-- ack_v1: acks of one consumer group, processed in (partition id, request order); each
+-- partition's cursor row is locked once, in partition-id order.
+--   completed/success: the record is done
+--   failed:  with retries left, the lease is released (the batch comes back from the first
+--            record not done) and the retry count grows once per delivery; with none left,
+--            the record goes to the dead letters and is done
+--   dlq:     straight to the dead letters
+--   retry:   the lease is released, nothing counted
+-- Then the cursor advances over the lease's done prefix (cursor_advance_v1).
+CREATE FUNCTION queen.ack_v1(p_tenant uuid, p_group text, p_parts uuid[], p_txns text[], p_status text[],
+                             p_leases uuid[], p_errors text[])
+RETURNS TABLE (idx integer, success boolean, error text, queue_name text, partition_name text,
+               lease_released boolean, dlq boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    bigint := queen.now_us();
+    it       record;
+    cur      record;
+    v_pid    bigint := NULL;
+    v_limit  integer;
+    v_pos    integer;
+    v_rec    record;
+    v_dirty  boolean := false;
+BEGIN
+    FOR it IN
+        SELECT u.i::integer AS i, u.txn, coalesce(nullif(u.st, ''), 'completed') AS st, u.lease, u.err,
+               p.id AS part_id, p.name AS part_name, q.name AS q_name, q.id AS q_id, q.options AS opts
+        FROM unnest(p_parts, p_txns, p_status, p_leases, p_errors) WITH ORDINALITY AS u(puuid, txn, st, lease, err, i)
+        LEFT JOIN queen.partitions p ON p.uuid = u.puuid
+        LEFT JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = p_tenant
+        ORDER BY p.id NULLS LAST, u.i
+    LOOP
+        IF it.q_id IS NULL THEN
+            RETURN QUERY SELECT it.i, false, 'Message not found'::text, NULL::text, NULL::text, false, false;
+            CONTINUE;
+        END IF;
+        IF v_pid IS DISTINCT FROM it.part_id THEN
+            IF v_dirty THEN
+                PERFORM queen.cursor_advance_v1(v_pid, p_group);
+            END IF;
+            v_pid := it.part_id;
+            v_dirty := false;
+            PERFORM 1 FROM queen.cursors x WHERE x.partition_id = v_pid AND x.consumer_group = p_group FOR UPDATE;
+        END IF;
+        SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT it.i, false, 'Message not found'::text, it.q_name, it.part_name, false, false;
+            CONTINUE;
+        END IF;
+        IF it.lease IS NOT NULL AND (cur.lease_id IS DISTINCT FROM it.lease OR cur.lease_expires_at < v_now) THEN
+            RETURN QUERY SELECT it.i, false, 'Invalid or expired lease'::text, it.q_name, it.part_name, false, false;
+            CONTINUE;
+        END IF;
+        v_pos := array_position(cur.lease_txns, it.txn);
+        IF v_pos IS NULL THEN
+            RETURN QUERY SELECT it.i, false, 'Message not found'::text, it.q_name, it.part_name, false, false;
+            CONTINUE;
+        END IF;
+        v_dirty := true;
+        IF it.st IN ('completed', 'success') THEN
+            UPDATE queen.cursors x SET lease_done[v_pos] = true
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, false;
+        ELSIF it.st = 'retry' THEN
+            UPDATE queen.cursors x SET lease_id = NULL, lease_expires_at = NULL
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
+        ELSIF it.st = 'failed' AND (cur.retry_count < coalesce((it.opts->>'retryLimit')::integer, 3)
+                                    OR cur.lease_failed) THEN
+            -- a retry: counted once per delivery (lease_failed), however many records fail in it
+            IF NOT cur.lease_failed THEN
+                UPDATE queen.cursors x SET retry_count = x.retry_count + 1, lease_failed = true,
+                       lease_id = NULL, lease_expires_at = NULL
+                 WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            END IF;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
+        ELSIF it.st IN ('failed', 'dlq') THEN
+            SELECT r.ts, r.rec INTO v_rec FROM queen.record_at_v1(v_pid, cur.lease_start + v_pos - 1) r;
+            INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, off, txn_id, ts, error,
+                                            retry_count, record)
+            VALUES (it.q_id, v_pid, p_group, cur.lease_start + v_pos - 1, it.txn, coalesce(v_rec.ts, 0),
+                    coalesce(nullif(it.err, ''), CASE WHEN it.st = 'dlq' THEN 'Moved to the dead letters'
+                                                     ELSE 'Retries exhausted' END),
+                    cur.retry_count, v_rec.rec);
+            UPDATE queen.cursors x SET lease_done[v_pos] = true
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, true;
+        ELSE
+            RETURN QUERY SELECT it.i, false, ('Unknown status: ' || it.st)::text, it.q_name, it.part_name, false, false;
+        END IF;
+    END LOOP;
+    IF v_dirty THEN
+        PERFORM queen.cursor_advance_v1(v_pid, p_group);
+    END IF;
+END
+$$;
+
+-- lease_extend_v1: pushes the expiry of every cursor a lease holds to at least now + seconds.
+-- Returns the earliest new expiry, or why not ('Lease not found', 'Lease already expired').
+CREATE FUNCTION queen.lease_extend_v1(p_lease uuid, p_seconds integer, OUT expires_at bigint, OUT error text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_now bigint := queen.now_us();
+    n integer;
+BEGIN
+    UPDATE queen.cursors x SET lease_expires_at = greatest(x.lease_expires_at, v_now + p_seconds::bigint * 1000000)
+     WHERE x.lease_id = p_lease AND x.lease_expires_at >= v_now;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    IF n > 0 THEN
+        SELECT min(x.lease_expires_at) INTO expires_at FROM queen.cursors x WHERE x.lease_id = p_lease;
+        RETURN;
+    END IF;
+    PERFORM 1 FROM queen.cursors x WHERE x.lease_id = p_lease;
+    error := CASE WHEN FOUND THEN 'Lease already expired' ELSE 'Lease not found' END;
+END
+$$;
