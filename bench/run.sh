@@ -71,6 +71,30 @@ run push-batch1-1conn 1 1 bench_b1c1
 run push-batch1-32conn 32 1 bench_b1c32
 run push-batch100-16conn 16 100 bench_b100c16
 
+# consumers: fill a queue first (pushes, batch 100), then drain it
+fill() {
+  local queue=$1 secs=$2
+  BATCH=100 QUEUE=$queue PARTS=10 wrk -t1 -c16 -d"${secs}s" -s bench/push.lua "$url" >/dev/null 2>&1
+}
+consume() {
+  local name=$1 conns=$2 mode=$3 queue=$4 note=$5
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local out line
+  out=$(MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs msgs
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  msgs=$(awk -v m="$messages" -v s="$secs" 'BEGIN {printf "%.0f", m/s}')
+  printf '%-28s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty"
+}
+want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
+
+if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
+if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
+
 echo
 if [ -n "$pid" ]; then
   echo "broker RSS: $(( $(rss_kb) / 1024 )) MiB now, $(( $(hwm_kb) / 1024 )) MiB peak"

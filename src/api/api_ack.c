@@ -20,6 +20,7 @@ typedef struct ack_ctx {
     const char *group;
     uint32_t n;
     const char **txn_of; /* per item, for the answer */
+    const char **status_of;
 } ack_ctx;
 
 typedef struct ack_item {
@@ -81,8 +82,20 @@ static void on_acked(db_req *d)
             buf_puts(&b, "null");
         else
             jw_cstr(&b, PQgetvalue(res, i, 4));
-        buf_printf(&b, ",\"leaseReleased\":%s,\"dlq\":%s}", PQgetvalue(res, i, 5)[0] == 't' ? "true" : "false",
-                   PQgetvalue(res, i, 6)[0] == 't' ? "true" : "false");
+        int ok = PQgetvalue(res, i, 1)[0] == 't', dlq = PQgetvalue(res, i, 6)[0] == 't';
+        int released = PQgetvalue(res, i, 5)[0] == 't';
+        const char *st = idx >= 0 && (uint32_t)idx < c->n ? c->status_of[idx] : "";
+        consume_metrics *cm = &c->a->cm;
+        if (!ok)
+            mc_add(&cm->acks_rejected, 1);
+        else if (dlq)
+            mc_add(&cm->dead_letters, 1);
+        else if (strcmp(st, "failed") == 0)
+            mc_add(&cm->retries, 1);
+        if (ok)
+            mc_add(strcmp(st, "failed") == 0 ? &cm->acks_failed : strcmp(st, "retry") == 0 ? &cm->acks_retry
+                   : strcmp(st, "dlq") == 0 ? &cm->acks_dlq : &cm->acks_completed, 1);
+        buf_printf(&b, ",\"leaseReleased\":%s,\"dlq\":%s}", released ? "true" : "false", dlq ? "true" : "false");
     }
     buf_putc(&b, ']');
     db_req_clear(d);
@@ -149,6 +162,7 @@ static void submit_acks(http_req *r, ack_item *items, uint32_t n, const char *gr
     c->n = n;
     c->group = group && *group ? group : QUEUE_MODE_GROUP;
     c->txn_of = arena_alloc(&r->ar, n * sizeof *c->txn_of);
+    c->status_of = arena_alloc(&r->ar, n * sizeof *c->status_of);
     pgarray_begin(&c->parts, OID_UUID);
     pgarray_begin(&c->txns, OID_TEXT);
     pgarray_begin(&c->status, OID_TEXT);
@@ -157,6 +171,7 @@ static void submit_acks(http_req *r, ack_item *items, uint32_t n, const char *gr
     for (uint32_t i = 0; i < n; i++) {
         ack_item *it = &items[i];
         c->txn_of[i] = it->txn;
+        c->status_of[i] = it->status;
         pgarray_add(&c->parts, it->part.b, 16);
         pgarray_add(&c->txns, it->txn, it->txn_len);
         pgarray_add(&c->status, it->status, strlen(it->status));

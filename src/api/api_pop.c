@@ -1,41 +1,109 @@
-/* api_pop.c — GET /api/v1/pop/queue/:queue[/partition/:partition]: lease records to a consumer.
+/* api_pop.c — GET /api/v1/pop/queue/:queue[/partition/:partition]: lease records to consumers.
  *
- * One pop is one call of queen.pop_v1 (claim and read), then, unless autoAck, one call of
- * queen.lease_store_v1 (the lease's transactionIds, so acks by transactionId find their
- * offsets). With wait=true an empty pop parks in the wait queue until a push or an ack on this
- * or another node changes the queue, a lease over records expires, or the timeout passes. */
+ * Group commit for pops. Pops of one queue that ask for the same thing (group, batch, autoAck,
+ * subscription) share a lane; the first runs at once, and the pops that arrive while it is in
+ * flight run together as one call of queen.pop_v1 that claims one partition per pop, so one
+ * commit (durable for autoAck) serves them all. A pop of a named partition, or of several
+ * partitions, runs on its own.
+ *
+ * Unless autoAck, a second call (queen.lease_store_v1) records the transactionIds each lease
+ * delivered, so acks by transactionId find their offsets. With wait=true a pop that got nothing
+ * parks in the wait queue until a push or an ack on any node changes the queue, a lease over
+ * records expires, or its timeout passes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
+#include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 
-typedef struct pop_ctx {
+/* Pops merged into one call at most: one partition each, so more than a queue's partitions
+ * only adds empty answers; 32 keeps the lease array and the answer of one call small. */
+#define POP_MERGE_MAX 32
+
+typedef struct pop_lane pop_lane;
+typedef struct pop_ctx pop_ctx;
+
+struct pop_ctx {
     http_req *http;
     app *a;
     pop_args args;
-    sql_params sp;
-    db_req dbr;
-    waiter w;
-    uint64_t deadline_ms;
     int wait;
-    int in_db;
-    /* answer being built */
+    int mergeable;
+    uint64_t deadline_ms;
+    waiter w;
+    pop_lane *lane;
+    int queued;          /* waiting in its lane for the next call */
+    int in_db;           /* part of a call in flight */
+    pop_ctx *next;
+    /* the answer */
     buf msgs;
     int nmsgs;
-    char lease_text[37];
+    int claimed;
+    uuid lease;
     char first_part[300];
     char first_uuid[37];
+};
+
+struct pop_lane {
+    int busy;
+    pop_ctx *head, *tail;
+    int n;
+};
+
+typedef struct pop_batch {
+    app *a;
+    pop_lane *lane;      /* NULL: a pop run on its own */
+    pop_ctx *reqs[POP_MERGE_MAX];
+    int n;
+    uuid leases[POP_MERGE_MAX];
+    pop_args args;
+    sql_params sp;
+    db_req dbr;
     lease_store ls;
+    int cur_index;
     uint64_t cur_pid;
     uint32_t cur_count;
-    int have_part;
     int claimed;
-} pop_ctx;
+} pop_batch;
 
-static void pop_run(pop_ctx *c);
+/* lanes by key; keys and lanes live as long as the process (one per queue/group/shape used) */
+static strmap g_lanes;
+static arena g_lane_mem;
+static pop_lane **g_lane_list;
+static uint32_t g_nlanes, g_lane_cap;
+
+static void pop_submit(pop_ctx *c);
+static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n);
+
+static pop_lane *lane_for(const pop_ctx *c)
+{
+    const pop_args *p = &c->args;
+    buf k;
+    buf_init(&k, 0);
+    buf_append(&k, p->tenant, 16);
+    buf_printf(&k, "%s%c%s%c%lld%c%d%c%s%c%lld%c%lld", p->queue, 0, p->group, 0, (long long)p->batch, 0, p->auto_ack,
+               0, p->sub_mode ? p->sub_mode : "", 0, (long long)p->sub_from, 0, (long long)p->lease_seconds);
+    uint32_t *v = strmap_get(&g_lanes, k.data, k.len);
+    if (v) {
+        buf_free(&k);
+        return g_lane_list[*v];
+    }
+    char *key = arena_alloc(&g_lane_mem, k.len);
+    memcpy(key, k.data, k.len);
+    pop_lane *l = arena_alloc(&g_lane_mem, sizeof *l);
+    memset(l, 0, sizeof *l);
+    if (g_nlanes == g_lane_cap) {
+        g_lane_cap = g_lane_cap ? g_lane_cap * 2 : 16;
+        g_lane_list = xrealloc(g_lane_list, g_lane_cap * sizeof *g_lane_list);
+    }
+    g_lane_list[g_nlanes] = l;
+    strmap_put(&g_lanes, key, k.len, g_nlanes++, NULL);
+    buf_free(&k);
+    return l;
+}
 
 static void respond_empty(pop_ctx *c, int status, const char *error)
 {
@@ -52,27 +120,54 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
     buf_free(&b);
 }
 
+static void respond_messages(pop_ctx *c)
+{
+    char lease[37] = "";
+    if (!c->args.auto_ack)
+        uuid_format(&c->lease, lease);
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"success\":true,\"queue\":");
+    jw_cstr(&b, c->args.queue);
+    buf_puts(&b, ",\"partition\":");
+    jw_cstr(&b, c->first_part);
+    buf_printf(&b, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", c->first_uuid, lease);
+    jw_cstr(&b, c->args.group);
+    buf_printf(&b, ",\"partitionsClaimed\":%d,\"messages\":[", c->claimed);
+    buf_append(&b, c->msgs.data, c->msgs.len);
+    buf_puts(&b, "]}");
+    buf_free(&c->msgs);
+    mc_add(&c->a->cm.pop_messages, (uint64_t)c->nmsgs);
+    http_respond_json(c->http, 200, &b);
+    buf_free(&b);
+}
+
 static void on_record(void *arg, const popped_partition *p, const record_view *v, int64_t ts)
 {
-    pop_ctx *c = arg;
+    pop_batch *bt = arg;
+    /* merged pops: claim k belongs to request k; a pop run on its own owns every claim */
+    pop_ctx *c = bt->lane ? bt->reqs[p->index] : bt->reqs[0];
+    const uuid *lease = &bt->leases[bt->lane ? p->index : 0];
     char pu[37];
     format_uuid_text(p->uuid, pu);
-    if (!c->have_part || c->cur_pid != p->id) {
-        if (c->have_part && !c->args.auto_ack)
-            lease_store_add_partition(&c->ls, c->cur_pid, c->cur_count);
-        if (!c->have_part) {
+    if (bt->cur_index != p->index) {
+        if (bt->cur_index >= 0 && !bt->args.auto_ack)
+            lease_store_add_partition(&bt->ls, &bt->leases[bt->lane ? bt->cur_index : 0], bt->cur_pid,
+                                      bt->cur_count);
+        bt->cur_index = p->index;
+        bt->cur_pid = p->id;
+        bt->cur_count = 0;
+        if (c->claimed++ == 0) {
             snprintf(c->first_part, sizeof c->first_part, "%.*s", (int)p->name_len, p->name);
             snprintf(c->first_uuid, sizeof c->first_uuid, "%s", pu);
+            c->lease = *lease;
         }
-        c->have_part = 1;
-        c->cur_pid = p->id;
-        c->cur_count = 0;
     }
-    c->cur_count++;
+    bt->cur_count++;
     char txn[512];
     size_t tl = record_txn_text(v, txn, sizeof txn);
-    if (!c->args.auto_ack)
-        lease_store_add_txn(&c->ls, txn, tl);
+    if (!bt->args.auto_ack)
+        lease_store_add_txn(&bt->ls, txn, tl);
     buf *b = &c->msgs;
     if (c->nmsgs++)
         buf_putc(b, ',');
@@ -100,152 +195,77 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
         jw_string(b, v->producer, v->producer_len);
     else
         buf_puts(b, "null");
-    char created[32];
+    char created[32], ls[37] = "";
     format_iso_us(ts, created);
+    if (!bt->args.auto_ack)
+        uuid_format(lease, ls);
     buf_printf(b, ",\"createdAt\":\"%s\",\"partitionId\":\"%s\",\"partition\":", created, pu);
     jw_string(b, p->name, p->name_len);
-    buf_printf(b, ",\"leaseId\":\"%s\",\"consumerGroup\":", c->args.auto_ack ? "" : c->lease_text);
+    buf_printf(b, ",\"leaseId\":\"%s\",\"consumerGroup\":", ls);
     jw_cstr(b, c->args.group);
     buf_putc(b, '}');
-}
-
-static void respond_messages(pop_ctx *c)
-{
-    buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, "{\"success\":true,\"queue\":");
-    jw_cstr(&b, c->args.queue);
-    buf_puts(&b, ",\"partition\":");
-    jw_cstr(&b, c->first_part);
-    buf_printf(&b, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", c->first_uuid,
-               c->args.auto_ack ? "" : c->lease_text);
-    jw_cstr(&b, c->args.group);
-    buf_printf(&b, ",\"partitionsClaimed\":%d,\"messages\":[", c->claimed);
-    buf_append(&b, c->msgs.data, c->msgs.len);
-    buf_puts(&b, "]}");
-    http_respond_json(c->http, 200, &b);
-    buf_free(&b);
-    buf_free(&c->msgs);
-}
-
-static void on_stored(db_req *d)
-{
-    pop_ctx *c = d->arg;
-    c->in_db = 0;
-    lease_store_free(&c->ls);
-    if (d->err != DB_OK) {
-        /* the records are leased but cannot be acked by transactionId; they come back when the
-         * lease expires. Say so rather than hand out messages that cannot be acked. */
-        db_req_clear(d);
-        buf_free(&c->msgs);
-        http_respond_error(c->http, d->err == DB_SQL ? 500 : 503, "%s", d->errmsg);
-        return;
-    }
-    db_req_clear(d);
-    respond_messages(c);
 }
 
 static void on_wake(waiter *w, int timed_out)
 {
     pop_ctx *c = w->arg;
-    if (http_client_gone(c->http)) {
+    if (http_client_gone(c->http) || timed_out || c->a->shutting_down) {
         http_respond(c->http, 204, NULL, "", 0);
         return;
     }
-    if (timed_out || c->a->shutting_down) {
-        respond_empty(c, 204, NULL);
-        return;
-    }
-    pop_run(c);
+    pop_submit(c);
 }
 
 static void on_abandon(http_req *r)
 {
     pop_ctx *c = r->abandon_arg;
     if (c->in_db)
-        return; /* the database callback answers (and frees) */
+        return; /* the call in flight answers (and frees) */
     if (c->w.parked)
         waitq_unpark(c->a->wq, &c->w);
+    if (c->queued) {
+        pop_lane *l = c->lane;
+        pop_ctx **pp = &l->head;
+        while (*pp && *pp != c)
+            pp = &(*pp)->next;
+        if (*pp) {
+            *pp = c->next;
+            l->n--;
+            l->tail = NULL;
+            for (pop_ctx *x = l->head; x; x = x->next)
+                l->tail = x;
+        }
+        c->queued = 0;
+    }
     http_respond(r, 204, NULL, "", 0);
 }
 
-static void park(pop_ctx *c, int64_t retry_at_us)
+/* Nothing for this pop in the call: wait for a change, or answer. */
+static void nothing_for(pop_ctx *c, const pop_outcome *out)
 {
-    c->w.wake = on_wake;
-    c->w.arg = c;
-    c->w.deadline_ms = c->deadline_ms;
-    c->w.recheck_ms = 0;
-    if (retry_at_us > 0) {
-        int64_t in_ms = (retry_at_us - wall_us()) / 1000 + 5;
-        c->w.recheck_ms = mono_ms() + (uint64_t)(in_ms > 0 ? in_ms : 0);
-    }
-    waitq_park(c->a->wq, &c->w, c->args.tenant, c->args.queue, strlen(c->args.queue));
-}
-
-static void on_popped(db_req *d)
-{
-    pop_ctx *c = d->arg;
-    c->in_db = 0;
-    sql_params_free(&c->sp);
-    if (d->err != DB_OK || !d->res[0]) {
-        int st = d->err == DB_SQL ? 500 : 503;
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", d->errmsg);
-        db_req_clear(d);
-        respond_empty(c, st, msg);
-        return;
-    }
-    pop_outcome out;
-    buf_init(&c->msgs, 0);
-    c->nmsgs = 0;
-    c->have_part = 0;
-    if (!c->args.auto_ack)
-        lease_store_init(&c->ls, c->args.group, &c->args.lease_id);
-    int rc = pop_decode(d->res[0], on_record, c, &out);
-    db_req_clear(d);
-    if (rc < 0) {
-        if (!c->args.auto_ack)
-            lease_store_free(&c->ls);
-        buf_free(&c->msgs);
-        respond_empty(c, 500, "a stored segment could not be decoded");
-        return;
-    }
-    if (out.claimed > 0 && c->nmsgs > 0) {
-        c->claimed = out.claimed;
-        if (c->args.auto_ack) {
-            respond_messages(c);
-            return;
-        }
-        lease_store_add_partition(&c->ls, c->cur_pid, c->cur_count);
-        lease_store_finish(&c->ls, c->args.group);
-        memset(&c->dbr, 0, sizeof c->dbr);
-        c->dbr.nstmt = 1;
-        c->dbr.stmt[0] = (db_stmt){LEASE_STORE_SQL, c->ls.sp.n, c->ls.sp.values, c->ls.sp.lengths,
-                                   c->ls.sp.formats, 0};
-        c->dbr.done = on_stored;
-        c->dbr.arg = c;
-        c->in_db = 1;
-        if (db_submit(c->a->db, &c->dbr) < 0) {
-            c->in_db = 0;
-            lease_store_free(&c->ls);
-            buf_free(&c->msgs);
-            http_respond_error(c->http, 503, "%s", c->dbr.errmsg);
-        }
-        return;
-    }
-    if (!c->args.auto_ack)
-        lease_store_free(&c->ls);
     buf_free(&c->msgs);
-    if (c->wait && mono_ms() < c->deadline_ms && !c->a->shutting_down) {
-        park(c, out.retry_at);
+    c->nmsgs = 0;
+    c->claimed = 0;
+    if (c->wait && mono_ms() < c->deadline_ms && !c->a->shutting_down && !http_client_gone(c->http)) {
+        mc_add(&c->a->cm.pop_waits, 1);
+        c->w.wake = on_wake;
+        c->w.arg = c;
+        c->w.deadline_ms = c->deadline_ms;
+        c->w.recheck_ms = 0;
+        if (out->retry_at > 0) {
+            int64_t in_ms = (out->retry_at - wall_us()) / 1000 + 5;
+            c->w.recheck_ms = mono_ms() + (uint64_t)(in_ms > 0 ? in_ms : 0);
+        }
+        waitq_park(c->a->wq, &c->w, c->args.tenant, c->args.queue, strlen(c->args.queue));
         return;
     }
-    if (strcmp(out.why, "partition_not_found") == 0 ||
-        (c->args.partition && strcmp(out.why, "queue_not_found") == 0)) {
+    mc_add(&c->a->cm.pop_empty, 1);
+    const char *why = out->why;
+    if (c->args.partition && (strcmp(why, "partition_not_found") == 0 || strcmp(why, "queue_not_found") == 0)) {
         respond_empty(c, 404, "partition_not_found");
-    } else if (c->args.partition && strcmp(out.why, "lease_held") == 0) {
+    } else if (c->args.partition && strcmp(why, "lease_held") == 0) {
         respond_empty(c, 200, "lease_held");
-    } else if (c->args.partition && strcmp(out.why, "window_buffer") == 0) {
+    } else if (c->args.partition && strcmp(why, "window_buffer") == 0) {
         buf b;
         buf_init(&b, 0);
         buf_puts(&b, "{\"success\":true,\"queue\":");
@@ -260,22 +280,212 @@ static void on_popped(db_req *d)
     }
 }
 
-static void pop_run(pop_ctx *c)
+static void batch_free(pop_batch *bt)
 {
-    uuid_v7(&c->args.lease_id);
-    uuid_format(&c->args.lease_id, c->lease_text);
-    pop_params(&c->args, &c->sp);
-    memset(&c->dbr, 0, sizeof c->dbr);
-    c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){POP_SQL, c->sp.n, c->sp.values, c->sp.lengths, c->sp.formats, 1};
-    c->dbr.done = on_popped;
-    c->dbr.arg = c;
-    c->in_db = 1;
-    if (db_submit(c->a->db, &c->dbr) < 0) {
-        c->in_db = 0;
-        sql_params_free(&c->sp);
-        respond_empty(c, 503, c->dbr.errmsg);
+    free(bt);
+}
+
+/* The lane may start its next call once this one's claims are committed. */
+static void lane_release(app *a, pop_lane *l)
+{
+    if (!l)
+        return;
+    l->busy = 0;
+    if (!l->head)
+        return;
+    pop_ctx *reqs[POP_MERGE_MAX];
+    int n = 0;
+    while (l->head && n < POP_MERGE_MAX) {
+        pop_ctx *c = l->head;
+        l->head = c->next;
+        c->next = NULL;
+        c->queued = 0;
+        l->n--;
+        reqs[n++] = c;
     }
+    if (!l->head)
+        l->tail = NULL;
+    batch_start(a, l, reqs, n);
+}
+
+static void batch_fail(pop_batch *bt, int status, const char *msg)
+{
+    for (int i = 0; i < bt->n; i++) {
+        bt->reqs[i]->in_db = 0;
+        buf_free(&bt->reqs[i]->msgs);
+        respond_empty(bt->reqs[i], status, msg);
+    }
+}
+
+static void on_stored(db_req *d)
+{
+    pop_batch *bt = d->arg;
+    lease_store_free(&bt->ls);
+    int ok = d->err == DB_OK;
+    char msg[600];
+    snprintf(msg, sizeof msg, "%s", d->errmsg);
+    db_req_clear(d);
+    for (int i = 0; i < bt->n; i++) {
+        pop_ctx *c = bt->reqs[i];
+        if (!c)
+            continue;
+        c->in_db = 0;
+        if (ok) {
+            respond_messages(c);
+        } else {
+            /* leased but not ackable by transactionId: the lease expires and the records come
+             * back; say so rather than hand out messages that cannot be acked */
+            buf_free(&c->msgs);
+            respond_empty(c, d->err == DB_SQL ? 500 : 503, msg);
+        }
+    }
+    batch_free(bt);
+}
+
+static void on_popped(db_req *d)
+{
+    pop_batch *bt = d->arg;
+    app *a = bt->a;
+    sql_params_free(&bt->sp);
+    if (d->err != DB_OK || !d->res[0]) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", d->errmsg);
+        int st = d->err == DB_SQL ? 500 : 503;
+        db_req_clear(d);
+        pop_lane *l = bt->lane;
+        batch_fail(bt, st, msg);
+        batch_free(bt);
+        lane_release(a, l);
+        return;
+    }
+    pop_outcome out;
+    bt->cur_index = -1;
+    if (!bt->args.auto_ack)
+        lease_store_init(&bt->ls);
+    for (int i = 0; i < bt->n; i++) {
+        buf_init(&bt->reqs[i]->msgs, 0);
+        bt->reqs[i]->nmsgs = 0;
+        bt->reqs[i]->claimed = 0;
+    }
+    int rc = pop_decode(d->res[0], on_record, bt, &out);
+    db_req_clear(d);
+    pop_lane *l = bt->lane;
+    if (rc < 0) {
+        if (!bt->args.auto_ack)
+            lease_store_free(&bt->ls);
+        batch_fail(bt, 500, "a stored segment could not be decoded");
+        batch_free(bt);
+        lane_release(a, l);
+        return;
+    }
+    mc_add(&a->cm.pops, (uint64_t)bt->n);
+    bt->claimed = out.claimed;
+    /* answer (or park) the pops that got nothing now; the others after the lease store */
+    for (int i = 0; i < bt->n; i++) {
+        pop_ctx *c = bt->reqs[i];
+        if (c->claimed == 0) {
+            /* answered or parked now: no longer part of this call (it may even be freed) */
+            bt->reqs[i] = NULL;
+            c->in_db = 0;
+            nothing_for(c, &out);
+        }
+    }
+    if (out.claimed > 0 && bt->args.auto_ack) {
+        for (int i = 0; i < bt->n; i++)
+            if (bt->reqs[i]) {
+                bt->reqs[i]->in_db = 0;
+                respond_messages(bt->reqs[i]);
+            }
+        batch_free(bt);
+    } else if (out.claimed > 0) {
+        lease_store_add_partition(&bt->ls, &bt->leases[bt->lane ? bt->cur_index : 0], bt->cur_pid, bt->cur_count);
+        lease_store_finish(&bt->ls, bt->args.group);
+        memset(&bt->dbr, 0, sizeof bt->dbr);
+        bt->dbr.nstmt = 1;
+        bt->dbr.stmt[0] = (db_stmt){LEASE_STORE_SQL, bt->ls.sp.n, bt->ls.sp.values, bt->ls.sp.lengths,
+                                    bt->ls.sp.formats, 0};
+        bt->dbr.done = on_stored;
+        bt->dbr.arg = bt;
+        if (db_submit(a->db, &bt->dbr) < 0) {
+            lease_store_free(&bt->ls);
+            for (int i = 0; i < bt->n; i++) {
+                pop_ctx *c = bt->reqs[i];
+                if (c) {
+                    c->in_db = 0;
+                    buf_free(&c->msgs);
+                    respond_empty(c, 503, bt->dbr.errmsg);
+                }
+            }
+            batch_free(bt);
+        }
+    } else {
+        if (!bt->args.auto_ack)
+            lease_store_free(&bt->ls);
+        batch_free(bt);
+    }
+    lane_release(a, l);
+}
+
+static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n)
+{
+    pop_batch *bt = xcalloc(1, sizeof *bt);
+    bt->a = a;
+    bt->lane = lane;
+    bt->n = n;
+    for (int i = 0; i < n; i++) {
+        bt->reqs[i] = reqs[i];
+        reqs[i]->in_db = 1;
+        uuid_v7(&bt->leases[i]);
+    }
+    bt->args = reqs[0]->args;
+    if (lane) {
+        bt->args.max_partitions = n;
+        bt->args.split = 1;
+        bt->args.leases = bt->leases;
+        bt->args.nleases = (uint32_t)n;
+        lane->busy = 1;
+    } else {
+        bt->args.split = 0;
+        bt->args.leases = bt->leases;
+        bt->args.nleases = 1;
+    }
+    pop_params(&bt->args, &bt->sp);
+    bt->dbr.nstmt = 1;
+    bt->dbr.stmt[0] = (db_stmt){POP_SQL, bt->sp.n, bt->sp.values, bt->sp.lengths, bt->sp.formats, 1};
+    bt->dbr.done = on_popped;
+    bt->dbr.arg = bt;
+    if (db_submit(a->db, &bt->dbr) < 0) {
+        sql_params_free(&bt->sp);
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", bt->dbr.errmsg);
+        batch_fail(bt, 503, msg);
+        batch_free(bt);
+        if (lane)
+            lane->busy = 0;
+    }
+}
+
+static void pop_submit(pop_ctx *c)
+{
+    if (!c->mergeable) {
+        pop_ctx *one[1] = {c};
+        batch_start(c->a, NULL, one, 1);
+        return;
+    }
+    pop_lane *l = c->lane;
+    if (!l->busy) {
+        pop_ctx *one[1] = {c};
+        batch_start(c->a, l, one, 1);
+        return;
+    }
+    c->next = NULL;
+    if (l->tail)
+        l->tail->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+    l->n++;
+    c->queued = 1;
 }
 
 /* "true"/"1"/"yes" (any case) → 1, "false"/"0"/"no" → 0, absent → def, else -1 */
@@ -292,7 +502,7 @@ static int query_bool(http_req *r, const char *name, int def)
     return -1;
 }
 
-/* integer in [lo, hi]; absent → def; bad → -1 with *ok = 0 */
+/* integer in [lo, hi]; absent → def; bad → def with *ok = 0 */
 static int64_t query_int(http_req *r, const char *name, int64_t def, int64_t lo, int64_t hi, int *ok)
 {
     const char *v = http_query(r, name);
@@ -359,10 +569,13 @@ static void pop_route(http_req *r, const char *queue, const char *partition)
     if (mode && *mode && (ascii_ieq(mode, strlen(mode), "new") || ascii_ieq(mode, strlen(mode), "new-only")))
         pa->sub_mode = "new";
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
+    c->mergeable = !partition && pa->max_partitions == 1;
+    if (c->mergeable)
+        c->lane = lane_for(c);
     r->on_abandon = on_abandon;
     r->abandon_arg = c;
     http_async(r);
-    pop_run(c);
+    pop_submit(c);
 }
 
 void api_pop_queue(http_req *r)

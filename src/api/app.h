@@ -18,6 +18,13 @@
 
 extern const uint8_t DEFAULT_TENANT[16];
 
+/* Counters of the consumption routes (updated on the loop thread, read by /metrics). */
+typedef struct consume_metrics {
+    mcounter pops, pop_empty, pop_messages, pop_waits;
+    mcounter acks_completed, acks_failed, acks_retry, acks_dlq, acks_rejected;
+    mcounter retries, dead_letters;
+} consume_metrics;
+
 typedef struct app {
     const queen_config *cfg;
     uv_loop_t *loop;
@@ -31,6 +38,7 @@ typedef struct app {
     int64_t started_wall_us;
     uint64_t started_mono_us;
     int shutting_down;
+    consume_metrics cm;
 } app;
 
 void api_register(app *a);

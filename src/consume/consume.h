@@ -32,13 +32,17 @@ typedef struct pop_args {
     int64_t sub_from;        /* µs, 0 = none */
     int64_t max_partitions;
     int64_t lease_seconds;   /* 0 = the queue's leaseTime */
-    uuid lease_id;
+    int split;               /* batch is per claim (merged pops), not for the whole call */
+    const uuid *leases;      /* lease id of claim k; nleases >= 1 */
+    uint32_t nleases;
 } pop_args;
 
 extern const char POP_SQL[];
+/* p->arr[0] holds the lease array: free with sql_params_free. */
 void pop_params(const pop_args *a, sql_params *p);
 
 typedef struct popped_partition {
+    int index;               /* claim number, from 0: claim k holds lease leases[k] */
     uint64_t id;
     const uint8_t *uuid;
     const char *name;
@@ -61,15 +65,14 @@ typedef struct pop_outcome {
  * then offset order. Returns 0, or -1 when a segment is corrupt. */
 int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *out);
 
-/* lease_store: the transactionIds a lease delivered, per claimed partition */
+/* lease_store: the transactionIds each lease delivered, per claimed partition */
 extern const char LEASE_STORE_SQL[];
 typedef struct lease_store {
     sql_params sp;
-    pgarray pids, counts, txns;
-    char lease[37];
+    pgarray leases, pids, counts, txns;
 } lease_store;
-void lease_store_init(lease_store *ls, const char *group, const uuid *lease);
-void lease_store_add_partition(lease_store *ls, uint64_t pid, uint32_t count);
+void lease_store_init(lease_store *ls);
+void lease_store_add_partition(lease_store *ls, const uuid *lease, uint64_t pid, uint32_t count);
 void lease_store_add_txn(lease_store *ls, const char *txn, size_t len);
 void lease_store_finish(lease_store *ls, const char *group);
 void lease_store_free(lease_store *ls);

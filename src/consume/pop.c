@@ -8,7 +8,8 @@
 
 const char POP_SQL[] =
     "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data FROM queen.pop_v1("
-    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid, $11::int4)";
+    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4, "
+    "$12::bool)";
 
 static void p_set(sql_params *p, const char *v)
 {
@@ -44,10 +45,16 @@ void pop_params(const pop_args *a, sql_params *p)
     else
         p_set(p, NULL);
     p_i64(p, a->max_partitions);
-    i = p->n;
-    uuid_format(&a->lease_id, p->text[i]);
-    p_set(p, p->text[i]);
+    pgarray_begin(&p->arr[0], OID_UUID);
+    for (uint32_t k = 0; k < a->nleases; k++)
+        pgarray_add(&p->arr[0], a->leases[k].b, 16);
+    pgarray_finish(&p->arr[0]);
+    i = p->n++;
+    p->values[i] = p->arr[0].b.data;
+    p->lengths[i] = (int)p->arr[0].b.len;
+    p->formats[i] = 1;
     p_i64(p, a->lease_seconds);
+    p_set(p, a->split ? "true" : "false");
 }
 
 static int64_t i64_at(const PGresult *r, int row, int col)
@@ -61,6 +68,7 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
     int rows = PQntuples(res);
     popped_partition cur;
     memset(&cur, 0, sizeof cur);
+    int claims = 0;
     for (int i = 0; i < rows; i++) {
         int32_t kind = db_get_i32(res, i, 0);
         if (kind == 2) {
@@ -70,6 +78,7 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
         }
         if (kind == 0) {
             memset(&cur, 0, sizeof cur);
+            cur.index = claims++;
             cur.id = (uint64_t)i64_at(res, i, 1);
             cur.uuid = (const uint8_t *)PQgetvalue(res, i, 2);
             cur.name = PQgetvalue(res, i, 3);
@@ -103,20 +112,21 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
     return 0;
 }
 
-const char LEASE_STORE_SQL[] = "SELECT queen.lease_store_v1($1::text, $2::uuid, $3::int8[], $4::int4[], $5::text[])";
+const char LEASE_STORE_SQL[] =
+    "SELECT queen.lease_store_v1($1::text, $2::uuid[], $3::int8[], $4::int4[], $5::text[])";
 
-void lease_store_init(lease_store *ls, const char *group, const uuid *lease)
+void lease_store_init(lease_store *ls)
 {
     memset(ls, 0, sizeof *ls);
-    (void)group;
-    uuid_format(lease, ls->lease);
+    pgarray_begin(&ls->leases, OID_UUID);
     pgarray_begin(&ls->pids, OID_INT8);
     pgarray_begin(&ls->counts, OID_INT4);
     pgarray_begin(&ls->txns, OID_TEXT);
 }
 
-void lease_store_add_partition(lease_store *ls, uint64_t pid, uint32_t count)
+void lease_store_add_partition(lease_store *ls, const uuid *lease, uint64_t pid, uint32_t count)
 {
+    pgarray_add(&ls->leases, lease->b, 16);
     pgarray_add_i64(&ls->pids, (int64_t)pid);
     pgarray_add_i32(&ls->counts, (int32_t)count);
 }
@@ -131,9 +141,8 @@ void lease_store_finish(lease_store *ls, const char *group)
     sql_params *p = &ls->sp;
     p->n = 0;
     p_set(p, group);
-    p_set(p, ls->lease);
-    pgarray *arrs[3] = {&ls->pids, &ls->counts, &ls->txns};
-    for (int k = 0; k < 3; k++) {
+    pgarray *arrs[4] = {&ls->leases, &ls->pids, &ls->counts, &ls->txns};
+    for (int k = 0; k < 4; k++) {
         pgarray_finish(arrs[k]);
         int i = p->n++;
         p->values[i] = arrs[k]->b.data;
@@ -144,6 +153,7 @@ void lease_store_finish(lease_store *ls, const char *group)
 
 void lease_store_free(lease_store *ls)
 {
+    pgarray_free(&ls->leases);
     pgarray_free(&ls->pids);
     pgarray_free(&ls->counts);
     pgarray_free(&ls->txns);

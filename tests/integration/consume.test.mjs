@@ -291,3 +291,41 @@ describe('visibility options', () => {
     assert.equal(msgsOf(await pop('v2')).length, 1);
   });
 });
+
+describe('merged pops', () => {
+  // Pops that arrive together are merged into one claim call; the ones that get no partition
+  // are answered at once while the others wait for their lease to be recorded. (Regression:
+  // the early answers were freed and then touched again.)
+  test('more concurrent consumers than partitions: each partition to one, the rest 204', async () => {
+    const { default: http2 } = await import('node:http2');
+    await push([0, 1, 2, 3].map((i) => ({ queue: 'm1', partition: `p${i % 2}`, payload: i })));
+    const client = http2.connect(node.url);
+    try {
+      const one = () => new Promise((resolve, reject) => {
+        const req = client.request({ ':path': '/api/v1/pop/queue/m1?batch=10' });
+        let status = 0;
+        let data = '';
+        req.on('response', (h) => { status = h[':status']; });
+        req.setEncoding('utf8');
+        req.on('data', (c) => { data += c; });
+        req.on('end', () => resolve({ status, json: data ? JSON.parse(data) : null }));
+        req.on('error', reject);
+        req.end();
+      });
+      for (let round = 0; round < 3; round++) {
+        const res = await Promise.all([...Array(12).keys()].map(one));
+        const got = res.filter((r) => r.status === 200);
+        assert.ok(got.length <= 2, `${got.length} pops got partitions`);
+        assert.equal(res.filter((r) => r.status === 204).length, 12 - got.length);
+        const parts = got.map((r) => r.json.partition);
+        assert.equal(new Set(parts).size, parts.length, 'one partition went to two pops');
+        const leases = got.map((r) => r.json.leaseId);
+        assert.equal(new Set(leases).size, leases.length, 'two pops share a lease');
+        // give everything back for the next round
+        for (const r of got) await ack(r.json.messages, 'retry');
+      }
+    } finally {
+      client.close();
+    }
+  });
+});

@@ -128,7 +128,10 @@ END
 $$;
 
 -- pop_v1: claims up to p_max_partitions partitions of a queue (or the one named) for a
--- consumer group and returns the segments holding the claimed records.
+-- consumer group and returns the segments holding the claimed records. Claim k (from 1) gets
+-- lease p_lease_ids[k] (the last one when the array is shorter). With p_split each claim may
+-- take p_batch records (a node merges the pops of several consumers into one call, one claim
+-- each); without it p_batch is the budget of the whole call (one consumer's multi-partition pop).
 --   kind 0: a claimed partition: pid, puuid, pname, a = first offset, b = end offset (excl.),
 --           c = lease expiry (µs)
 --   kind 1: a segment of the partition pid: a = base offset, b = last offset, seg_*
@@ -138,7 +141,8 @@ $$;
 -- advisory lock, an ack holding the row) are skipped, never waited for.
 CREATE FUNCTION queen.pop_v1(
     p_tenant uuid, p_queue text, p_partition text, p_group text, p_batch integer, p_auto_ack boolean,
-    p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_id uuid, p_lease_seconds integer)
+    p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_ids uuid[], p_lease_seconds integer,
+    p_split boolean)
 RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b bigint, c bigint,
                seg_ts bigint, seg_count integer, seg_data bytea)
 LANGUAGE plpgsql AS $$
@@ -152,7 +156,8 @@ DECLARE
     v_wb_us    bigint;
     v_sub_ts   bigint;
     v_claimed  integer := 0;
-    v_budget   bigint := greatest(p_batch, 1);
+    v_budget   bigint := greatest(p_batch, 1) * CASE WHEN p_split THEN p_max_partitions ELSE 1 END;
+    v_lease    uuid;
     v_start    bigint;
     v_end      bigint;
     v_limit    bigint;
@@ -167,6 +172,11 @@ BEGIN
         RETURN;
     END IF;
     v_lease_us := coalesce(nullif(p_lease_seconds, 0), nullif((v_opts->>'leaseTime')::bigint, 0), 60) * 1000000;
+    IF NOT p_auto_ack THEN
+        -- a lease is not consumption: if a crash loses it, its records are delivered again, as
+        -- when it expires. Only autoAck pops (which move the cursor) wait for the WAL flush.
+        SET LOCAL synchronous_commit = off;
+    END IF;
     v_delay_us := coalesce((v_opts->>'delayedProcessing')::bigint, 0) * 1000000;
     v_wb_us := coalesce((v_opts->>'windowBuffer')::bigint, 0) * 1000000;
 
@@ -191,7 +201,7 @@ BEGIN
 
     FOR cand IN
         SELECT p.id, p.uuid, p.name, p.next_offset AS p_next, p.start_offset AS p_start, p.last_ts,
-               x.lease_expires_at AS lease_exp
+               x.lease_expires_at AS lease_exp, x.partition_id IS NOT NULL AS has_cursor
         FROM queen.partitions p
         LEFT JOIN queen.cursors x ON x.partition_id = p.id AND x.consumer_group = p_group
         WHERE p.queue_id = v_qid
@@ -215,10 +225,12 @@ BEGIN
             v_why := 'lease_held';
             CONTINUE;
         END IF;
-        INSERT INTO queen.cursors (partition_id, consumer_group, queue_id, next_offset)
-        VALUES (cand.id, p_group, v_qid,
-                CASE WHEN v_sub_ts IS NULL THEN cand.p_start ELSE queen.offset_at_ts_v1(cand.id, v_sub_ts) END)
-        ON CONFLICT DO NOTHING;
+        IF NOT cand.has_cursor THEN
+            INSERT INTO queen.cursors (partition_id, consumer_group, queue_id, next_offset)
+            VALUES (cand.id, p_group, v_qid,
+                    CASE WHEN v_sub_ts IS NULL THEN cand.p_start ELSE queen.offset_at_ts_v1(cand.id, v_sub_ts) END)
+            ON CONFLICT DO NOTHING;
+        END IF;
         SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = cand.id AND x.consumer_group = p_group
         FOR UPDATE SKIP LOCKED;
         IF NOT FOUND OR (cur.lease_expires_at IS NOT NULL AND cur.lease_expires_at >= v_now) THEN
@@ -226,7 +238,7 @@ BEGIN
             CONTINUE;
         END IF;
         v_start := greatest(cur.next_offset, cand.p_start);
-        v_end := least(v_start + v_budget, cand.p_next);
+        v_end := least(v_start + CASE WHEN p_split THEN greatest(p_batch, 1) ELSE v_budget END, cand.p_next);
         IF v_delay_us > 0 THEN
             SELECT s.base_offset INTO v_limit FROM queen.segments s
              WHERE s.partition_id = cand.id AND s.last_offset >= v_start AND s.ts > v_now - v_delay_us
@@ -245,8 +257,9 @@ BEGIN
                    lease_txns = NULL, lease_done = NULL, lease_failed = false
              WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
         ELSE
+            v_lease := p_lease_ids[least(v_claimed + 1, cardinality(p_lease_ids))];
             UPDATE queen.cursors x SET next_offset = v_start, claimed_at = v_now,
-                   lease_id = p_lease_id, lease_expires_at = v_now + v_lease_us, lease_start = v_start,
+                   lease_id = v_lease, lease_expires_at = v_now + v_lease_us, lease_start = v_start,
                    lease_end = v_end, lease_txns = NULL, lease_done = NULL, lease_failed = false
              WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
         END IF;
@@ -255,7 +268,11 @@ BEGIN
         RETURN QUERY SELECT 1, cand.id, NULL::uuid, NULL::text, s.base_offset, s.last_offset, NULL::bigint,
                             s.ts, s.record_count, s.data
                        FROM queen.segments s
-                      WHERE s.partition_id = cand.id AND s.last_offset >= v_start AND s.base_offset < v_end
+                      WHERE s.partition_id = cand.id AND s.last_offset >= v_start
+                        -- bounded above by the segment holding v_end - 1, so the index scan
+                        -- stops there instead of filtering every later segment
+                        AND s.last_offset <= (SELECT min(t.last_offset) FROM queen.segments t
+                                               WHERE t.partition_id = cand.id AND t.last_offset >= v_end - 1)
                       ORDER BY s.last_offset;
         v_claimed := v_claimed + 1;
         v_budget := v_budget - (v_end - v_start);
@@ -276,10 +293,11 @@ BEGIN
 END
 $$;
 
--- lease_store_v1: records which transactionIds a lease delivered (offsets lease_start ..), so
+-- lease_store_v1: records which transactionIds each lease delivered (offsets lease_start ..), so
 -- an ack by transactionId finds its offset. Committed asynchronously: if it is lost in a
 -- crash the lease cannot be acked and simply expires, and the records are delivered again.
-CREATE FUNCTION queen.lease_store_v1(p_group text, p_lease uuid, p_pids bigint[], p_counts integer[], p_txns text[])
+CREATE FUNCTION queen.lease_store_v1(p_group text, p_leases uuid[], p_pids bigint[], p_counts integer[],
+                                    p_txns text[])
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     i integer;
@@ -291,7 +309,7 @@ BEGIN
         UPDATE queen.cursors x
            SET lease_txns = p_txns[v_at : v_at + p_counts[i] - 1],
                lease_done = array_fill(false, ARRAY[p_counts[i]])
-         WHERE x.partition_id = p_pids[i] AND x.consumer_group = p_group AND x.lease_id = p_lease;
+         WHERE x.partition_id = p_pids[i] AND x.consumer_group = p_group AND x.lease_id = p_leases[i];
         v_at := v_at + p_counts[i];
         n := n + 1;
     END LOOP;
