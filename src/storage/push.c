@@ -24,18 +24,8 @@ static const char PUSH_SQL[] =
     "$1::uuid[], $2::text[], $3::text[], $4::int4[], $5::int4[], $6::bytea[], $7::int4[], $8::int4[], "
     "$9::text[], $10::int8)";
 
-enum { A_TENANT, A_QUEUE, A_PART, A_COUNT, A_BYTES, A_DATA, A_DDG, A_DDPOS, A_DDTXN, A_NARR };
-
-typedef struct group {
-    const uint8_t *tenant;
-    const char *queue;
-    uint32_t queue_len;
-    const char *partition;
-    uint32_t partition_len;
-    push_item **items;
-    uint32_t n, cap;
-    uint32_t sql_idx; /* 1-based index in the call's arrays; 0 when nothing to write */
-} group;
+/* the arrays of queen.push_v1, in parameter order */
+enum { A_TENANT, A_QUEUE, A_PART, A_COUNT, A_BYTES, A_DATA, A_DDG, A_DDPOS, A_DDTXN };
 
 typedef struct lane lane;
 
@@ -45,16 +35,7 @@ typedef struct batch {
     push_req *reqs; /* linked through next */
     uint32_t nreqs;
     uint64_t nrecords;
-    arena ar;
-    group *groups;
-    uint32_t ngroups, gcap;
-    push_item **dd_items; /* producer transactionIds sent for checking, by dedup index */
-    uint32_t ndd;
-    pgarray arr[A_NARR];
-    uint8_t window[8];
-    const char *values[10];
-    int lengths[10];
-    int formats[10];
+    push_enc enc;
     db_req dbr;
     int attempts;
     uint64_t started_us;
@@ -127,14 +108,36 @@ int pusher_queued(const pusher *p)
     return p->queued;
 }
 
-static void maybe_flush(pusher *p, lane *l);
+int64_t pusher_dedup_window_us(const pusher *p)
+{
+    return p->dedup_window_us;
+}
 
-/* Groups the batch's pending items by (tenant, queue, partition), drops repeats of a producer
+/* ---- the encoder ---- */
+
+void push_enc_init(push_enc *e)
+{
+    memset(e, 0, sizeof *e);
+    arena_init(&e->ar);
+}
+
+void push_enc_free(push_enc *e)
+{
+    for (int a = 0; a < PUSH_ARRAYS; a++)
+        pgarray_free(&e->arr[a]);
+    free(e->groups);
+    free(e->dd_items);
+    arena_free(&e->ar);
+    memset(e, 0, sizeof *e);
+}
+
+/* Groups the pending items of the requests by (tenant, queue, partition), drops repeats of a producer
  * transactionId within the batch, encodes one segment per group and fills the arrays.
  * Returns the number of records to write. */
-static uint64_t build(batch *b)
+uint64_t push_enc_build(push_enc *b, push_req *reqs, int64_t dedup_window_us)
 {
-    pusher *p = b->p;
+    arena_free(&b->ar);
+    arena_init(&b->ar);
     strmap gmap, ddmap;
     strmap_init(&gmap);
     strmap_init(&ddmap);
@@ -142,7 +145,7 @@ static uint64_t build(batch *b)
     b->ndd = 0;
     buf key;
     buf_init(&key, 0);
-    for (push_req *r = b->reqs; r; r = r->next) {
+    for (push_req *r = reqs; r; r = r->next) {
         for (uint32_t i = 0; i < r->n; i++) {
             push_item *it = &r->items[i];
             if (it->status != PUSH_PENDING)
@@ -162,7 +165,7 @@ static uint64_t build(batch *b)
                     b->gcap = b->gcap ? b->gcap * 2 : 8;
                     b->groups = xrealloc(b->groups, b->gcap * sizeof *b->groups);
                 }
-                group *g = &b->groups[b->ngroups++];
+                push_group *g = &b->groups[b->ngroups++];
                 memset(g, 0, sizeof *g);
                 g->tenant = r->tenant;
                 g->queue = it->queue;
@@ -170,7 +173,7 @@ static uint64_t build(batch *b)
                 g->partition = it->partition;
                 g->partition_len = it->partition_len;
             }
-            group *g = &b->groups[*gi];
+            push_group *g = &b->groups[*gi];
             it->group = *gi;
             it->dup_of = NULL;
             it->req = r;
@@ -204,7 +207,7 @@ static uint64_t build(batch *b)
     strmap_free(&gmap);
     strmap_free(&ddmap);
 
-    for (int a = 0; a < A_NARR; a++)
+    for (int a = 0; a < PUSH_ARRAYS; a++)
         pgarray_free(&b->arr[a]);
     pgarray_begin(&b->arr[A_TENANT], OID_UUID);
     pgarray_begin(&b->arr[A_QUEUE], OID_TEXT);
@@ -215,13 +218,12 @@ static uint64_t build(batch *b)
     pgarray_begin(&b->arr[A_DDG], OID_INT4);
     pgarray_begin(&b->arr[A_DDPOS], OID_INT4);
     pgarray_begin(&b->arr[A_DDTXN], OID_TEXT);
-    uint32_t ndd_cap = 0;
     uint64_t total = 0;
     uint32_t sql_idx = 0;
     buf seg;
     buf_init(&seg, 0);
     for (uint32_t gi = 0; gi < b->ngroups; gi++) {
-        group *g = &b->groups[gi];
+        push_group *g = &b->groups[gi];
         if (g->n == 0) {
             g->sql_idx = 0;
             continue;
@@ -246,9 +248,9 @@ static uint64_t build(batch *b)
             record_encode(&seg, &rec);
             bytes += it->payload_len;
             if (it->txn_producer) {
-                if (b->ndd == ndd_cap) {
-                    ndd_cap = ndd_cap ? ndd_cap * 2 : 16;
-                    b->dd_items = xrealloc(b->dd_items, ndd_cap * sizeof *b->dd_items);
+                if (b->ndd == b->ddcap) {
+                    b->ddcap = b->ddcap ? b->ddcap * 2 : 16;
+                    b->dd_items = xrealloc(b->dd_items, b->ddcap * sizeof *b->dd_items);
                 }
                 b->dd_items[b->ndd++] = it;
                 pgarray_add_i32(&b->arr[A_DDG], (int32_t)g->sql_idx);
@@ -265,26 +267,101 @@ static uint64_t build(batch *b)
         total += g->n;
     }
     buf_free(&seg);
-    for (int a = 0; a < A_NARR; a++) {
+    for (int a = 0; a < PUSH_ARRAYS; a++) {
         pgarray_finish(&b->arr[a]);
         b->values[a] = b->arr[a].b.data;
         b->lengths[a] = (int)b->arr[a].b.len;
         b->formats[a] = 1;
     }
-    be_put64(b->window, (uint64_t)p->dedup_window_us);
+    be_put64(b->window, (uint64_t)dedup_window_us);
     b->values[9] = (const char *)b->window;
     b->lengths[9] = 8;
     b->formats[9] = 1;
     return total;
 }
 
+
+int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
+{
+    *dups = *full = 0;
+    int rows = PQntuples(res);
+    for (int i = 0; i < rows; i++) {
+        int32_t kind = db_get_i32(res, i, 0);
+        int32_t idx = db_get_i32(res, i, 1);
+        uint64_t pid = (uint64_t)db_get_i64(res, i, 2);
+        const uint8_t *pu = (const uint8_t *)PQgetvalue(res, i, 3);
+        uint64_t off = (uint64_t)db_get_i64(res, i, 5);
+        int64_t ts = db_get_i64(res, i, 6);
+        if (kind == 1) {
+            if (idx < 1 || (uint32_t)idx > e->ndd)
+                continue;
+            push_item *it = e->dd_items[idx - 1];
+            it->status = PUSH_DUPLICATE;
+            it->offset = off;
+            it->ts = ts;
+            it->partition_id = pid;
+            memcpy(it->partition_uuid, pu, 16);
+            (*dups)++;
+            continue;
+        }
+        for (uint32_t gi = 0; gi < e->ngroups; gi++) {
+            push_group *g = &e->groups[gi];
+            if (g->sql_idx != (uint32_t)idx)
+                continue;
+            for (uint32_t k = 0; k < g->n; k++) {
+                push_item *it = g->items[k];
+                if (kind == 2) {
+                    it->status = PUSH_FULL;
+                    it->offset = off; /* the queue's maxSize */
+                    continue;
+                }
+                it->status = PUSH_QUEUED;
+                it->offset = off + k;
+                it->ts = ts;
+                it->partition_id = pid;
+                memcpy(it->partition_uuid, pu, 16);
+            }
+            if (kind == 2)
+                (*full)++;
+            break;
+        }
+    }
+    if (*dups || *full) {
+        /* nothing was written: whatever was marked queued is pending again */
+        for (uint32_t gi = 0; gi < e->ngroups; gi++)
+            for (uint32_t k = 0; k < e->groups[gi].n; k++)
+                if (e->groups[gi].items[k]->status == PUSH_QUEUED)
+                    e->groups[gi].items[k]->status = PUSH_PENDING;
+    }
+    return 0;
+}
+
+void push_enc_settle(push_req *reqs)
+{
+    for (push_req *r = reqs; r; r = r->next)
+        for (uint32_t i = 0; i < r->n; i++) {
+            push_item *it = &r->items[i];
+            if (!it->dup_of)
+                continue;
+            push_item *o = it->dup_of;
+            it->status = o->status == PUSH_FULL ? PUSH_FULL : PUSH_DUPLICATE;
+            it->offset = o->offset;
+            it->ts = o->ts;
+            it->partition_id = o->partition_id;
+            memcpy(it->partition_uuid, o->partition_uuid, 16);
+        }
+}
+
+void push_enc_stmt(push_enc *e, db_stmt *st)
+{
+    *st = (db_stmt){PUSH_SQL, PUSH_PARAMS, e->values, e->lengths, e->formats, 1};
+}
+
+static void maybe_flush(pusher *p, lane *l);
+
 static void batch_free(batch *b)
 {
-    for (int a = 0; a < A_NARR; a++)
-        pgarray_free(&b->arr[a]);
-    free(b->groups);
-    free(b->dd_items);
-    arena_free(&b->ar);
+    push_enc_free(&b->enc);
     free(b);
 }
 
@@ -293,18 +370,11 @@ static void batch_finish(batch *b, int err_status, const char *err)
 {
     pusher *p = b->p;
     if (!err_status) {
+        push_enc_settle(b->reqs);
         uint64_t recs = 0, bytes = 0, dups = 0;
         for (push_req *r = b->reqs; r; r = r->next) {
             for (uint32_t i = 0; i < r->n; i++) {
                 push_item *it = &r->items[i];
-                if (it->dup_of) {
-                    push_item *o = it->dup_of;
-                    it->status = PUSH_DUPLICATE;
-                    it->offset = o->offset;
-                    it->ts = o->ts;
-                    it->partition_id = o->partition_id;
-                    memcpy(it->partition_uuid, o->partition_uuid, 16);
-                }
                 if (it->status == PUSH_QUEUED) {
                     recs++;
                     bytes += it->payload_len;
@@ -318,9 +388,10 @@ static void batch_finish(batch *b, int err_status, const char *err)
         mc_add(&p->m.duplicates, dups);
         mc_add(&p->m.commits, 1);
         if (p->on_commit)
-            for (uint32_t gi = 0; gi < b->ngroups; gi++)
-                if (b->groups[gi].n)
-                    p->on_commit(p->on_commit_arg, b->groups[gi].tenant, b->groups[gi].queue, b->groups[gi].queue_len);
+            for (uint32_t gi = 0; gi < b->enc.ngroups; gi++)
+                if (b->enc.groups[gi].n)
+                    p->on_commit(p->on_commit_arg, b->enc.groups[gi].tenant, b->enc.groups[gi].queue,
+                                 b->enc.groups[gi].queue_len);
         mhist_observe(&p->m.batch_records, recs);
         mhist_observe(&p->m.batch_requests, b->nreqs);
         mhist_observe(&p->m.commit_seconds, mono_us() - b->started_us);
@@ -341,6 +412,36 @@ static void batch_finish(batch *b, int err_status, const char *err)
         r->done(r);
         r = next;
     }
+}
+
+/* Answers 409 to every request with an item in a queue that is full, and takes them out of
+ * the batch; the others are sent again. */
+static void fail_full_requests(batch *b)
+{
+    push_enc_settle(b->reqs);
+    push_req **pp = &b->reqs;
+    while (*pp) {
+        push_req *r = *pp;
+        const push_item *full = NULL;
+        for (uint32_t i = 0; i < r->n && !full; i++)
+            if (r->items[i].status == PUSH_FULL)
+                full = &r->items[i];
+        if (!full) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        r->next = NULL;
+        b->nreqs--;
+        r->err_status = 409;
+        snprintf(r->err, sizeof r->err, "queue %.*s is full: it holds %llu records at most (maxSize)",
+                 (int)full->queue_len, full->queue, (unsigned long long)full->offset);
+        r->done(r);
+    }
+    for (push_req *x = b->reqs; x; x = x->next)
+        for (uint32_t i = 0; i < x->n; i++)
+            if (x->items[i].status != PUSH_DUPLICATE || x->items[i].dup_of)
+                x->items[i].status = PUSH_PENDING;
 }
 
 static int batch_send(batch *b);
@@ -369,50 +470,20 @@ static void on_push_done(db_req *dr)
         maybe_flush(p, l);
         return;
     }
-    int rows = PQntuples(res);
-    int dups = 0;
-    for (int i = 0; i < rows; i++) {
-        int32_t kind = db_get_i32(res, i, 0);
-        int32_t idx = db_get_i32(res, i, 1);
-        uint64_t pid = (uint64_t)db_get_i64(res, i, 2);
-        const uint8_t *pu = (const uint8_t *)PQgetvalue(res, i, 3);
-        uint64_t off = (uint64_t)db_get_i64(res, i, 5);
-        int64_t ts = db_get_i64(res, i, 6);
-        if (kind == 1) {
-            if (idx < 1 || (uint32_t)idx > b->ndd)
-                continue;
-            push_item *it = b->dd_items[idx - 1];
-            it->status = PUSH_DUPLICATE;
-            it->offset = off;
-            it->ts = ts;
-            it->partition_id = pid;
-            memcpy(it->partition_uuid, pu, 16);
-            dups++;
-            continue;
-        }
-        for (uint32_t gi = 0; gi < b->ngroups; gi++) {
-            group *g = &b->groups[gi];
-            if (g->sql_idx != (uint32_t)idx)
-                continue;
-            for (uint32_t k = 0; k < g->n; k++) {
-                push_item *it = g->items[k];
-                it->status = PUSH_QUEUED;
-                it->offset = off + k;
-                it->ts = ts;
-                it->partition_id = pid;
-                memcpy(it->partition_uuid, pu, 16);
-            }
-            break;
-        }
-    }
+    int dups, full;
+    push_enc_apply(&b->enc, res, &dups, &full);
     db_req_clear(dr);
-    if (dups) {
-        /* some transactionIds were known: nothing was written; send the rest again */
-        for (uint32_t gi = 0; gi < b->ngroups; gi++)
-            for (uint32_t k = 0; k < b->groups[gi].n; k++)
-                if (b->groups[gi].items[k]->status == PUSH_QUEUED)
-                    b->groups[gi].items[k]->status = PUSH_PENDING;
+    if (dups || full) {
+        /* nothing was written: drop what cannot be written and send the rest again */
+        if (full)
+            fail_full_requests(b);
         b->attempts = 0;
+        if (!b->reqs) {
+            lane *l = b->lane;
+            batch_finish(b, 0, NULL);
+            maybe_flush(p, l);
+            return;
+        }
         if (batch_send(b) == 0)
             return;
         lane *l = b->lane;
@@ -432,7 +503,7 @@ static void on_push_done(db_req *dr)
 static int batch_send(batch *b)
 {
     b->attempts++;
-    uint64_t n = build(b);
+    uint64_t n = push_enc_build(&b->enc, b->reqs, b->p->dedup_window_us);
     if (n == 0) {
         /* everything was a duplicate */
         pusher *p = b->p;
@@ -443,12 +514,7 @@ static int batch_send(batch *b)
     }
     memset(&b->dbr, 0, sizeof b->dbr);
     b->dbr.nstmt = 1;
-    b->dbr.stmt[0].sql = PUSH_SQL;
-    b->dbr.stmt[0].nparams = 10;
-    b->dbr.stmt[0].values = b->values;
-    b->dbr.stmt[0].lengths = b->lengths;
-    b->dbr.stmt[0].formats = b->formats;
-    b->dbr.stmt[0].binary_result = 1;
+    push_enc_stmt(&b->enc, &b->dbr.stmt[0]);
     b->dbr.done = on_push_done;
     b->dbr.arg = b;
     return db_submit(b->p->db, &b->dbr);
@@ -461,7 +527,7 @@ static void maybe_flush(pusher *p, lane *l)
         batch *b = xcalloc(1, sizeof *b);
         b->p = p;
         b->lane = l;
-        arena_init(&b->ar);
+        push_enc_init(&b->enc);
         push_req **tail = &b->reqs;
         uint64_t bytes = 0;
         while (l->head) {

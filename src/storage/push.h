@@ -20,7 +20,7 @@
 #include "db/pg.h"
 #include "metrics/metrics.h"
 
-enum push_status { PUSH_PENDING = 0, PUSH_QUEUED, PUSH_DUPLICATE };
+enum push_status { PUSH_PENDING = 0, PUSH_QUEUED, PUSH_DUPLICATE, PUSH_FULL };
 
 typedef struct push_item {
     /* in */
@@ -64,6 +64,52 @@ struct push_req {
     push_req *next;
 };
 
+/* The encoder behind every write of records (group commit, transactions): groups the pending
+ * items of a list of requests by (tenant, queue, partition), answers repeats of a producer
+ * transactionId inside the list as duplicates of the first, encodes one segment per group and
+ * fills the parameters of queen.push_v1. push_enc_apply reads the result back into the items.
+ * Ownership: the encoder owns its arrays; items and requests stay the caller's. */
+#include "core/arena.h"
+#include "db/pgarray.h"
+
+#define PUSH_ARRAYS 9
+#define PUSH_PARAMS 10
+
+typedef struct push_group {
+    const uint8_t *tenant;
+    const char *queue;
+    uint32_t queue_len;
+    const char *partition;
+    uint32_t partition_len;
+    push_item **items;
+    uint32_t n, cap;
+    uint32_t sql_idx; /* 1-based index in the call's arrays; 0 when nothing to write */
+} push_group;
+
+typedef struct push_enc {
+    arena ar;
+    push_group *groups;
+    uint32_t ngroups, gcap;
+    push_item **dd_items; /* producer transactionIds sent for checking, by dedup index */
+    uint32_t ndd, ddcap;
+    pgarray arr[PUSH_ARRAYS];
+    uint8_t window[8];
+    const char *values[PUSH_PARAMS];
+    int lengths[PUSH_PARAMS];
+    int formats[PUSH_PARAMS];
+} push_enc;
+
+void push_enc_init(push_enc *e);
+/* Returns the number of records to write (0: everything pending was a duplicate). */
+uint64_t push_enc_build(push_enc *e, push_req *reqs, int64_t dedup_window_us);
+void push_enc_stmt(push_enc *e, db_stmt *st);
+/* Applies a push_v1 result. dups/full > 0 means nothing was written: items found duplicate
+ * or in a full queue are marked, the rest are pending again. */
+int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full);
+/* Gives items that repeated an earlier item of the same write that item's outcome. */
+void push_enc_settle(push_req *reqs);
+void push_enc_free(push_enc *e);
+
 typedef struct pusher_metrics {
     mcounter records;
     mcounter bytes;
@@ -88,6 +134,7 @@ typedef void (*pusher_commit_fn)(void *arg, const uint8_t tenant[16], const char
 void pusher_on_commit(pusher *p, pusher_commit_fn fn, void *arg);
 int pusher_inflight(const pusher *p);
 int pusher_queued(const pusher *p);
+int64_t pusher_dedup_window_us(const pusher *p);
 void pusher_free(pusher *p);
 
 #endif

@@ -81,9 +81,10 @@ CREATE INDEX dedup_ts ON queen.dedup (ts);
 -- plus the producer transactionIds to deduplicate. Lock order (docs/lock-order.md):
 -- queue/partition creation in (tenant, queue, partition) name order, then queue clocks by
 -- queue id, then partitions by id, then dedup rows, then new segment rows.
--- Returns one row per group (kind 0: base offset, stamp) or, when some transactionIds were
--- already seen, one row per duplicate (kind 1: the original offset and stamp) and writes no
--- records; the caller resubmits without the duplicates.
+-- Returns one row per group (kind 0: base offset, stamp); or, writing no records, one row per
+-- duplicate when some transactionIds were already seen (kind 1: the original offset and
+-- stamp), or one row per group of a queue the commit would fill past its maxSize (kind 2);
+-- the caller then resubmits without them.
 CREATE FUNCTION queen.push_v1(
     p_tenant uuid[], p_queue text[], p_partition text[], p_count int[], p_bytes int[], p_data bytea[],
     p_dd_group int[], p_dd_pos int[], p_dd_txn text[], p_dd_window bigint)
@@ -97,6 +98,7 @@ DECLARE
     v_puuid uuid[];
     v_stamp bigint;
     v_base  bigint[];
+    v_full  bigint[];
 BEGIN
     -- 1. create missing queues and partitions, in name order
     WITH want AS (
@@ -135,6 +137,22 @@ BEGIN
       FROM (SELECT x.last_ts FROM queen.queue_clocks x WHERE x.queue_id = ANY (v_qid)
             ORDER BY x.queue_id FOR UPDATE) c;
     UPDATE queen.queue_clocks x SET last_ts = v_stamp WHERE x.queue_id = ANY (v_qid);
+
+    -- 2b. queues with a maxSize: a commit that would pass it writes nothing, and names the
+    --     groups of each full queue (kind 2, off = the limit). Checked under the clock lock, so
+    --     the count includes every earlier commit to the queue.
+    SELECT array_agg(q.id) INTO v_full FROM queen.queues q
+     WHERE q.id = ANY (v_qid) AND coalesce((q.options->>'maxSize')::bigint, 0) > 0
+       AND (SELECT coalesce(sum(x.next_offset - x.start_offset), 0) FROM queen.partitions x WHERE x.queue_id = q.id)
+           + (SELECT sum(c) FROM unnest(v_qid, p_count) AS u(qid, c) WHERE u.qid = q.id)
+           > (q.options->>'maxSize')::bigint;
+    IF v_full IS NOT NULL THEN
+        RETURN QUERY
+            SELECT 2, g.i::int, v_pid[g.i], v_puuid[g.i], v_qid[g.i],
+                   (SELECT (q.options->>'maxSize')::bigint FROM queen.queues q WHERE q.id = v_qid[g.i]), v_stamp
+            FROM generate_subscripts(v_qid, 1) AS g(i) WHERE v_qid[g.i] = ANY (v_full);
+        RETURN;
+    END IF;
 
     -- 3. the partitions, in id order
     PERFORM 1 FROM queen.partitions x WHERE x.id = ANY (v_pid) ORDER BY x.id FOR UPDATE;
