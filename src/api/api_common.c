@@ -22,6 +22,7 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/ack", api_ack, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ack/batch", api_ack_batch, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/transaction", api_transaction, ACCESS_READ_WRITE);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)

@@ -71,6 +71,91 @@ static int has_nul(const char *s, size_t n)
     return memchr(s, '\0', n) != NULL;
 }
 
+/* Reads and validates one push item (the object at token `it`, index i of its array) into pi.
+ * Strings are copied into the request arena; the payload stays a span of the body. On bad
+ * input answers 400 and returns -1. */
+int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi)
+{
+    if (json_type_of(d, it) != JSON_OBJECT) {
+        http_respond_error(r, 400, "Each item must be an object (items[%u] is not)", i);
+        return -1;
+    }
+    const char *s;
+    size_t len;
+    int rc = api_str_field(r, d, it, "queue", &s, &len);
+    if (rc <= 0) {
+        http_respond_error(r, 400, "Queue must be a string");
+        return -1;
+    }
+    if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+        http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
+                           NAME_MAX_BYTES, i);
+        return -1;
+    }
+    pi->queue = s;
+    pi->queue_len = (uint32_t)len;
+    rc = api_str_field(r, d, it, "partition", &s, &len);
+    if (rc < 0) {
+        http_respond_error(r, 400, "Partition must be a string");
+        return -1;
+    }
+    if (rc == 0) {
+        s = "Default";
+        len = 7;
+    }
+    if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+        http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
+                           NAME_MAX_BYTES, i);
+        return -1;
+    }
+    pi->partition = s;
+    pi->partition_len = (uint32_t)len;
+    rc = api_str_field(r, d, it, "transactionId", &s, &len);
+    if (rc < 0) {
+        http_respond_error(r, 400, "TransactionId must be a string");
+        return -1;
+    }
+    if (rc == 1 && len > 0) {
+        if (len > TXN_MAX_BYTES || has_nul(s, len)) {
+                http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
+                               TXN_MAX_BYTES, i);
+            return -1;
+        }
+        pi->txn = s;
+        pi->txn_len = (uint32_t)len;
+        pi->txn_producer = 1;
+    } else {
+        uuid u;
+        uuid_v7(&u);
+        char *t = arena_alloc(&r->ar, 37);
+        uuid_format(&u, t);
+        pi->txn = t;
+        pi->txn_len = 36;
+    }
+    rc = api_str_field(r, d, it, "traceId", &s, &len);
+    if (rc < 0) {
+        http_respond_error(r, 400, "TraceId must be a string");
+        return -1;
+    }
+    if (rc == 1 && len > 0) {
+        uuid u;
+        if (uuid_parse(s, len, &u) < 0) {
+                http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
+            return -1;
+        }
+        memcpy(pi->trace, u.b, 16);
+        pi->has_trace = 1;
+    }
+    int pl = json_get(d, it, "payload");
+    if (pl >= 0) {
+        size_t plen;
+        const char *raw = json_raw(d, pl, &plen);
+        pi->payload = raw;
+        pi->payload_len = (uint32_t)plen;
+    }
+    return 0;
+}
+
 void api_push(http_req *r)
 {
     app *a = r->app;
@@ -106,92 +191,9 @@ void api_push(http_req *r)
     pr->arg = pc;
     int it = json_first(&d, items);
     for (uint32_t i = 0; i < n; i++, it = json_next(&d, it)) {
-        push_item *pi = &pr->items[i];
-        if (json_type_of(&d, it) != JSON_OBJECT) {
+        if (push_item_parse_or_respond(r, &d, it, i, &pr->items[i]) < 0) {
             json_doc_free(&d);
-            http_respond_error(r, 400, "Each item must be an object (items[%u] is not)", i);
             return;
-        }
-        const char *s;
-        size_t len;
-        int rc = api_str_field(r, &d, it, "queue", &s, &len);
-        if (rc <= 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "Queue must be a string");
-            return;
-        }
-        if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
-                               NAME_MAX_BYTES, i);
-            return;
-        }
-        pi->queue = s;
-        pi->queue_len = (uint32_t)len;
-        rc = api_str_field(r, &d, it, "partition", &s, &len);
-        if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "Partition must be a string");
-            return;
-        }
-        if (rc == 0) {
-            s = "Default";
-            len = 7;
-        }
-        if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
-                               NAME_MAX_BYTES, i);
-            return;
-        }
-        pi->partition = s;
-        pi->partition_len = (uint32_t)len;
-        rc = api_str_field(r, &d, it, "transactionId", &s, &len);
-        if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "TransactionId must be a string");
-            return;
-        }
-        if (rc == 1 && len > 0) {
-            if (len > TXN_MAX_BYTES || has_nul(s, len)) {
-                json_doc_free(&d);
-                http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
-                                   TXN_MAX_BYTES, i);
-                return;
-            }
-            pi->txn = s;
-            pi->txn_len = (uint32_t)len;
-            pi->txn_producer = 1;
-        } else {
-            uuid u;
-            uuid_v7(&u);
-            char *t = arena_alloc(&r->ar, 37);
-            uuid_format(&u, t);
-            pi->txn = t;
-            pi->txn_len = 36;
-        }
-        rc = api_str_field(r, &d, it, "traceId", &s, &len);
-        if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "TraceId must be a string");
-            return;
-        }
-        if (rc == 1 && len > 0) {
-            uuid u;
-            if (uuid_parse(s, len, &u) < 0) {
-                json_doc_free(&d);
-                http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
-                return;
-            }
-            memcpy(pi->trace, u.b, 16);
-            pi->has_trace = 1;
-        }
-        int pl = json_get(&d, it, "payload");
-        if (pl >= 0) {
-            size_t plen;
-            const char *raw = json_raw(&d, pl, &plen);
-            pi->payload = raw;
-            pi->payload_len = (uint32_t)plen;
         }
     }
     json_doc_free(&d);

@@ -67,5 +67,7 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth);
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
 /* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
+int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);
+void api_transaction(http_req *r);
 
 #endif

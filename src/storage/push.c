@@ -292,6 +292,8 @@ int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
         const uint8_t *pu = (const uint8_t *)PQgetvalue(res, i, 3);
         uint64_t off = (uint64_t)db_get_i64(res, i, 5);
         int64_t ts = db_get_i64(res, i, 6);
+        if (kind > 2)
+            continue; /* rows of a caller that wraps push_v1 (transaction acks) */
         if (kind == 1) {
             if (idx < 1 || (uint32_t)idx > e->ndd)
                 continue;

@@ -1,0 +1,351 @@
+/* api_txn.c — POST /api/v1/transaction: pushes and acks in one PostgreSQL transaction
+ * (queen.transaction_v1), all or nothing. Push items are validated and encoded exactly as
+ * POST /api/v1/push does (push_item_parse_or_respond, push_enc); `requiredLeases`, which the
+ * earlier release ignored, are checked: a lease no longer held aborts the transaction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/util.h"
+#include "db/pgarray.h"
+
+#define TXN_PARAMS 18
+
+typedef struct txn_op {
+    int is_push;
+    uint32_t first, count; /* push: items [first, first+count) of the push request */
+    /* ack */
+    const char *txn;
+    size_t txn_len;
+    uuid part;
+    const char *status;
+    const char *group;
+    int has_lease;
+    uuid lease;
+    const char *error;
+    int ack_index;         /* 1-based among acks */
+    int dlq;
+} txn_op;
+
+typedef struct txn_ctx {
+    http_req *http;
+    app *a;
+    txn_op *ops;
+    uint32_t nops, nacks;
+    push_req pr;
+    push_enc enc;
+    pgarray ack_arr[6];
+    pgarray required;
+    char tenant[37];
+    const char *values[TXN_PARAMS];
+    int lengths[TXN_PARAMS];
+    int formats[TXN_PARAMS];
+    db_req dbr;
+    uuid txn_id;
+} txn_ctx;
+
+static void txn_free(txn_ctx *c)
+{
+    push_enc_free(&c->enc);
+    for (int k = 0; k < 6; k++)
+        pgarray_free(&c->ack_arr[k]);
+    pgarray_free(&c->required);
+}
+
+static void respond_failure(txn_ctx *c, const char *msg)
+{
+    char id[37];
+    uuid_format(&c->txn_id, id);
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"transactionId\":\"%s\",\"success\":false,\"error\":", id);
+    jw_cstr(&b, msg);
+    buf_puts(&b, ",\"results\":[]}");
+    http_respond_json(c->http, 200, &b);
+    buf_free(&b);
+}
+
+static void on_done(db_req *d)
+{
+    txn_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res) {
+        if (d->err == DB_SQL && (strncmp(d->sqlstate, "QT", 2) == 0))
+            respond_failure(c, d->errmsg);
+        else if (d->err == DB_SQL)
+            http_respond_error(r, 500, "database error: %s", d->errmsg);
+        else
+            http_respond_error(r, 503, "%s", d->errmsg);
+        db_req_clear(d);
+        txn_free(c);
+        return;
+    }
+    int dups, full;
+    push_enc_apply(&c->enc, res, &dups, &full);
+    push_enc_settle(&c->pr);
+    int rows = PQntuples(res);
+    for (int i = 0; i < rows; i++) {
+        if (db_get_i32(res, i, 0) != 3)
+            continue;
+        int idx = db_get_i32(res, i, 1);
+        int dlq = !PQgetisnull(res, i, 7) && PQgetvalue(res, i, 7)[0];
+        for (uint32_t k = 0; k < c->nops; k++)
+            if (!c->ops[k].is_push && c->ops[k].ack_index == idx)
+                c->ops[k].dlq = dlq;
+    }
+    db_req_clear(d);
+    char id[37];
+    uuid_format(&c->txn_id, id);
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"transactionId\":\"%s\",\"success\":true,\"results\":[", id);
+    int n = 0;
+    for (uint32_t k = 0; k < c->nops; k++) {
+        txn_op *op = &c->ops[k];
+        if (!op->is_push) {
+            if (n)
+                buf_putc(&b, ',');
+            buf_printf(&b, "{\"index\":%d,\"type\":\"ack\",\"success\":true,\"transactionId\":", n++);
+            jw_string(&b, op->txn, op->txn_len);
+            buf_printf(&b, ",\"error\":null,\"dlq\":%s}", op->dlq ? "true" : "false");
+            continue;
+        }
+        for (uint32_t j = op->first; j < op->first + op->count; j++) {
+            push_item *it = &c->pr.items[j];
+            uuid mid;
+            uuid_message_id(it->partition_id, it->offset, &mid);
+            char ms[37], pu[37];
+            uuid_format(&mid, ms);
+            format_uuid_text(it->partition_uuid, pu);
+            if (n)
+                buf_putc(&b, ',');
+            buf_printf(&b, "{\"index\":%d,\"type\":\"push\",\"success\":true,\"transactionId\":", n++);
+            jw_string(&b, it->txn, it->txn_len);
+            buf_printf(&b, ",\"status\":\"%s\",\"messageId\":\"%s\",\"partitionId\":\"%s\",\"queueName\":",
+                       it->status == PUSH_DUPLICATE ? "duplicate" : "queued", ms, pu);
+            jw_string(&b, it->queue, it->queue_len);
+            buf_putc(&b, '}');
+        }
+    }
+    buf_puts(&b, "]}");
+    /* records may be available (pushes) or leases released (acks): wake waiting pops */
+    for (uint32_t g = 0; g < c->enc.ngroups; g++)
+        notifier_changed(c->a->notify, c->enc.groups[g].tenant, c->enc.groups[g].queue, c->enc.groups[g].queue_len);
+    txn_free(c);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+/* Reads an ack operation; -1 with msg on bad input. */
+static int read_ack(http_req *r, const json_doc *d, int t, uint32_t i, txn_op *op, char *msg, size_t ml)
+{
+    const char *s;
+    size_t len;
+    if (api_str_field(r, d, t, "transactionId", &op->txn, &op->txn_len) <= 0) {
+        snprintf(msg, ml, "operations[%u]: transactionId is required", i);
+        return -1;
+    }
+    if (api_str_field(r, d, t, "partitionId", &s, &len) <= 0 || uuid_parse(s, len, &op->part) < 0) {
+        snprintf(msg, ml, "operations[%u]: partitionId is required (a UUID)", i);
+        return -1;
+    }
+    int rc = api_str_field(r, d, t, "status", &op->status, &len);
+    if (rc < 0) {
+        snprintf(msg, ml, "operations[%u]: status must be a string", i);
+        return -1;
+    }
+    if (rc == 0)
+        op->status = "completed";
+    if (api_str_field(r, d, t, "consumerGroup", &op->group, &len) < 0) {
+        snprintf(msg, ml, "operations[%u]: consumerGroup must be a string", i);
+        return -1;
+    }
+    if (!op->group || !*op->group)
+        op->group = QUEUE_MODE_GROUP;
+    rc = api_str_field(r, d, t, "leaseId", &s, &len);
+    if (rc < 0 || (rc == 1 && len > 0 && uuid_parse(s, len, &op->lease) < 0)) {
+        snprintf(msg, ml, "operations[%u]: leaseId must be a UUID", i);
+        return -1;
+    }
+    op->has_lease = rc == 1 && len > 0;
+    if (api_str_field(r, d, t, "error", &op->error, &len) < 0) {
+        snprintf(msg, ml, "operations[%u]: error must be a string", i);
+        return -1;
+    }
+    return 0;
+}
+
+void api_transaction(http_req *r)
+{
+    app *a = r->app;
+    json_doc d;
+    /* root → operations → op → items → item → payload (depth 5) */
+    if (api_parse_body_or_respond(r, &d, 5) < 0)
+        return;
+    int ops = json_get(&d, 0, "operations");
+    if (json_type_of(&d, ops) != JSON_ARRAY) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "operations array required");
+        return;
+    }
+    uint32_t nops = d.toks[ops].count;
+    if (nops == 0) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "operations array cannot be empty");
+        return;
+    }
+    txn_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = a;
+    c->nops = nops;
+    c->ops = arena_alloc(&r->ar, nops * sizeof *c->ops);
+    memset(c->ops, 0, nops * sizeof *c->ops);
+    uuid_v7(&c->txn_id);
+    /* count push items first: they live in one push request */
+    uint32_t nitems = 0;
+    int o = json_first(&d, ops);
+    for (uint32_t i = 0; i < nops; i++, o = json_next(&d, o)) {
+        int items = json_get(&d, o, "items");
+        if (json_type_of(&d, items) == JSON_ARRAY)
+            nitems += d.toks[items].count;
+    }
+    push_req *pr = &c->pr;
+    memcpy(pr->tenant, r->tenant, 16);
+    if (r->subject) {
+        pr->producer = r->subject;
+        pr->producer_len = (uint32_t)strlen(r->subject);
+    }
+    pr->items = arena_alloc(&r->ar, (nitems + 1) * sizeof *pr->items);
+    memset(pr->items, 0, (nitems + 1) * sizeof *pr->items);
+    char msg[300];
+    o = json_first(&d, ops);
+    for (uint32_t i = 0; i < nops; i++, o = json_next(&d, o)) {
+        txn_op *op = &c->ops[i];
+        if (json_type_of(&d, o) != JSON_OBJECT) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "operations[%u] must be an object", i);
+            return;
+        }
+        int ty = json_get(&d, o, "type");
+        if (json_str_eq(&d, ty, "push")) {
+            int items = json_get(&d, o, "items");
+            if (json_type_of(&d, items) != JSON_ARRAY || d.toks[items].count == 0) {
+                json_doc_free(&d);
+                http_respond_error(r, 400, "operations[%u]: a push needs a non-empty items array", i);
+                return;
+            }
+            op->is_push = 1;
+            op->first = pr->n;
+            op->count = d.toks[items].count;
+            int it = json_first(&d, items);
+            for (uint32_t k = 0; k < op->count; k++, it = json_next(&d, it)) {
+                if (push_item_parse_or_respond(r, &d, it, k, &pr->items[pr->n++]) < 0) {
+                    json_doc_free(&d);
+                    return;
+                }
+            }
+        } else if (json_str_eq(&d, ty, "ack")) {
+            if (read_ack(r, &d, o, i, op, msg, sizeof msg) < 0) {
+                json_doc_free(&d);
+                http_respond_error(r, 400, "%s", msg);
+                return;
+            }
+            op->ack_index = (int)++c->nacks;
+        } else {
+            buf t;
+            buf_init(&t, 200);
+            if (json_type_of(&d, ty) == JSON_STRING)
+                json_str_decode(&d, ty, &t);
+            json_doc_free(&d);
+            http_respond_error(r, 400, "Unknown operation type: %s", t.len ? buf_cstr(&t) : "(missing)");
+            buf_free(&t);
+            return;
+        }
+    }
+    pgarray_begin(&c->required, OID_UUID);
+    int req = json_get(&d, 0, "requiredLeases");
+    if (req >= 0 && json_type_of(&d, req) != JSON_NULL) {
+        if (json_type_of(&d, req) != JSON_ARRAY) {
+            json_doc_free(&d);
+            pgarray_free(&c->required);
+            http_respond_error(r, 400, "requiredLeases must be an array of lease ids");
+            return;
+        }
+        int t = json_first(&d, req);
+        for (uint32_t k = 0; k < d.toks[req].count; k++, t = json_next(&d, t)) {
+            const char *s;
+            size_t len;
+            uuid u;
+            if (json_str_span(&d, t, &s, &len) < 0 || uuid_parse(s, len, &u) < 0) {
+                json_doc_free(&d);
+                pgarray_free(&c->required);
+                http_respond_error(r, 400, "requiredLeases[%u] must be a lease id (a UUID)", k);
+                return;
+            }
+            pgarray_add(&c->required, u.b, 16);
+        }
+    }
+    json_doc_free(&d);
+
+    push_enc_init(&c->enc);
+    for (uint32_t i = 0; i < pr->n; i++)
+        pr->items[i].status = PUSH_PENDING;
+    push_enc_build(&c->enc, pr, pusher_dedup_window_us(a->push));
+    pgarray *aa = c->ack_arr;
+    pgarray_begin(&aa[0], OID_TEXT);
+    pgarray_begin(&aa[1], OID_UUID);
+    pgarray_begin(&aa[2], OID_TEXT);
+    pgarray_begin(&aa[3], OID_TEXT);
+    pgarray_begin(&aa[4], OID_UUID);
+    pgarray_begin(&aa[5], OID_TEXT);
+    for (uint32_t i = 0; i < nops; i++) {
+        txn_op *op = &c->ops[i];
+        if (op->is_push)
+            continue;
+        pgarray_add(&aa[0], op->group, strlen(op->group));
+        pgarray_add(&aa[1], op->part.b, 16);
+        pgarray_add(&aa[2], op->txn, op->txn_len);
+        pgarray_add(&aa[3], op->status, strlen(op->status));
+        if (op->has_lease)
+            pgarray_add(&aa[4], op->lease.b, 16);
+        else
+            pgarray_add_null(&aa[4]);
+        if (op->error)
+            pgarray_add(&aa[5], op->error, strlen(op->error));
+        else
+            pgarray_add_null(&aa[5]);
+    }
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    for (int k = 0; k < PUSH_PARAMS; k++) {
+        c->values[1 + k] = c->enc.values[k];
+        c->lengths[1 + k] = c->enc.lengths[k];
+        c->formats[1 + k] = c->enc.formats[k];
+    }
+    for (int k = 0; k < 6; k++) {
+        pgarray_finish(&aa[k]);
+        c->values[11 + k] = aa[k].b.data;
+        c->lengths[11 + k] = (int)aa[k].b.len;
+        c->formats[11 + k] = 1;
+    }
+    pgarray_finish(&c->required);
+    c->values[17] = c->required.b.data;
+    c->lengths[17] = (int)c->required.b.len;
+    c->formats[17] = 1;
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT kind, idx, pid, puuid, qid, off, ts, dlq FROM queen.transaction_v1("
+                               "$1::uuid, $2::uuid[], $3::text[], $4::text[], $5::int4[], $6::int4[], "
+                               "$7::bytea[], $8::int4[], $9::int4[], $10::text[], $11::int8, $12::text[], "
+                               "$13::uuid[], $14::text[], $15::text[], $16::uuid[], $17::text[], $18::uuid[])",
+                               TXN_PARAMS, c->values, c->lengths, c->formats, 1};
+    c->dbr.done = on_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        txn_free(c);
+        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+    }
+}
