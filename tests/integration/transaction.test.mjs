@@ -21,10 +21,11 @@ const fetchAll = async (q) => {
 test('ack a message and push its result atomically', async () => {
   await push([{ queue: 'orders-t', payload: { order: 1 } }]);
   const [m] = await popq('orders-t');
-  const r = await post(node.url, '/api/v1/transaction', { operations: [
-    { type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed' },
-    { type: 'push', items: [{ queue: 'invoices-t', partition: 'c1', payload: { invoice: 1, total: 42.00 }, transactionId: 'inv-1' }] },
-  ], requiredLeases: [m.leaseId] });
+  // sent as text so that 42.00 reaches the broker as written
+  const r = await post(node.url, '/api/v1/transaction', `{"operations":[
+    {"type":"ack","transactionId":"${m.transactionId}","partitionId":"${m.partitionId}","leaseId":"${m.leaseId}","status":"completed"},
+    {"type":"push","items":[{"queue":"invoices-t","partition":"c1","payload":{"invoice":1,"total":42.00},"transactionId":"inv-1"}]}
+  ],"requiredLeases":["${m.leaseId}"]}`);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.json.success, true);
   assert.match(r.json.transactionId, /^[0-9a-f-]{36}$/);
