@@ -98,6 +98,7 @@ static void on_signal(uv_signal_t *h, int sig)
     if (a->emb)
         embedded_supervise_stop(a->emb);
     maint_stop(a->maint);
+    retention_stop(a->retention);
     /* parked long-polls answer now (empty), so the drain does not wait out their timeouts */
     waitq_close(a->wq);
     notifier_stop(a->notify);
@@ -151,6 +152,8 @@ int main(void)
                         cfg.db_connect_timeout_ms);
     a->push = pusher_new(a->db, &cfg);
     a->maint = maint_new(a->loop, a->db, cfg.dedup_window_s);
+    a->retention = retention_new(a->loop, a->db, cfg.retention_interval_ms, cfg.eviction_interval_ms,
+                                 cfg.retention_batch);
     a->wq = waitq_new(a->loop);
     a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
                              cfg.db_connect_timeout_ms);

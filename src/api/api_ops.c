@@ -206,6 +206,7 @@ void api_metrics_prometheus(http_req *r)
     metric_u64(&b, "queen_dead_letters_total", NULL, mc_get(&cm->dead_letters));
     metric_help(&b, "queen_long_poll_waiting", "gauge", "Pops parked waiting for records");
     metric_u64(&b, "queen_long_poll_waiting", NULL, (uint64_t)waitq_count(a->wq));
+    retention_render_metrics(a->retention, &b);
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
     db_pool_stats ps;

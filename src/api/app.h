@@ -12,6 +12,7 @@
 #include "db/pg.h"
 #include "http/server.h"
 #include "storage/maint.h"
+#include "storage/retention.h"
 #include "storage/push.h"
 
 #define QUEEN_VERSION "0.2.0"
@@ -32,6 +33,7 @@ typedef struct app {
     pusher *push;
     http_server *http;
     maint *maint;
+    retention *retention;
     waitq *wq;
     notifier *notify;
     embedded_pg *emb;    /* NULL with an external database */

@@ -209,6 +209,12 @@ static const cfg_opt broker_rows[] = {
      "It is the batch of a pop that sends none"},
     {"DEFAULT_SUBSCRIPTION_MODE", NULL, CFG_ENUM, OFF(default_subscription_mode), 0, 0, 0, NULL, sub_modes, 0,
      "It is where a new consumer group starts when a pop names no subscriptionMode"},
+    {"RETENTION_INTERVAL", "QUEEN_RETENTION_INTERVAL_MS", CFG_INT, OFF(retention_interval_ms), 300000, 100, 86400000,
+     NULL, NULL, 0, "It is how often in milliseconds the retention job deletes old records"},
+    {"EVICTION_INTERVAL", "QUEEN_EVICTION_INTERVAL_MS", CFG_INT, OFF(eviction_interval_ms), 60000, 100, 86400000, NULL,
+     NULL, 0, "It is how often in milliseconds records past maxWaitTimeSeconds are deleted"},
+    {"RETENTION_BATCH_SIZE", NULL, CFG_INT, OFF(retention_batch), 1000, 1, 1000000, NULL, NULL, 0,
+     "It is how many segments one retention round deletes at most"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
 };

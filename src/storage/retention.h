@@ -1,0 +1,21 @@
+/* retention.h — the background job that deletes old records (retentionSeconds,
+ * completedRetentionSeconds, maxWaitTimeSeconds) by whole segments. Every node runs it; a
+ * try-lock in queen.retention_v1 lets one node work at a time. A round deletes at most
+ * RETENTION_BATCH_SIZE segments and commits; a full round is followed by another at once. */
+#ifndef QUEEN_STORAGE_RETENTION_H
+#define QUEEN_STORAGE_RETENTION_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "core/buf.h"
+#include "db/pg.h"
+
+typedef struct retention retention;
+
+retention *retention_new(uv_loop_t *loop, db_pool *db, int64_t retention_ms, int64_t eviction_ms, int64_t batch);
+void retention_stop(retention *r);
+/* queen_retention_deleted_records_total{queue,kind} (and tenant for other tenants) */
+void retention_render_metrics(const retention *r, buf *b);
+
+#endif
