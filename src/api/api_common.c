@@ -17,6 +17,7 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/configure", api_configure, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/fetch", api_fetch, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/partitions/changed", api_partitions_changed, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/pop", api_pop_namespace, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/pop/queue/:queue", api_pop_queue, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/pop/queue/:queue/partition/:partition", api_pop_partition, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ack", api_ack, ACCESS_READ_WRITE);

@@ -159,6 +159,8 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
         bt->cur_count = 0;
         if (c->claimed++ == 0) {
             snprintf(c->first_part, sizeof c->first_part, "%.*s", (int)p->name_len, p->name);
+            if (p->queue)
+                c->args.queue = arena_strndup(&c->http->ar, p->queue, p->queue_len);
             snprintf(c->first_uuid, sizeof c->first_uuid, "%s", pu);
             c->lease = *lease;
         }
@@ -203,6 +205,11 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
     jw_string(b, p->name, p->name_len);
     buf_printf(b, ",\"leaseId\":\"%s\",\"consumerGroup\":", ls);
     jw_cstr(b, c->args.group);
+    if (p->queue) {
+        /* a namespace pop spans queues: each message names its own */
+        buf_puts(b, ",\"queue\":");
+        jw_string(b, p->queue, p->queue_len);
+    }
     buf_putc(b, '}');
 }
 
@@ -256,7 +263,8 @@ static void nothing_for(pop_ctx *c, const pop_outcome *out)
             int64_t in_ms = (out->retry_at - wall_us()) / 1000 + 5;
             c->w.recheck_ms = mono_ms() + (uint64_t)(in_ms > 0 ? in_ms : 0);
         }
-        waitq_park(c->a->wq, &c->w, c->args.tenant, c->args.queue, strlen(c->args.queue));
+        const char *key = c->args.ns ? WAITQ_ANY_QUEUE : c->args.queue;
+        waitq_park(c->a->wq, &c->w, c->args.tenant, key, strlen(key));
         return;
     }
     mc_add(&c->a->cm.pop_empty, 1);
@@ -451,7 +459,8 @@ static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n)
     }
     pop_params(&bt->args, &bt->sp);
     bt->dbr.nstmt = 1;
-    bt->dbr.stmt[0] = (db_stmt){POP_SQL, bt->sp.n, bt->sp.values, bt->sp.lengths, bt->sp.formats, 1};
+    bt->dbr.stmt[0] = (db_stmt){bt->args.ns ? POP_NS_SQL : POP_SQL, bt->sp.n, bt->sp.values, bt->sp.lengths,
+                                bt->sp.formats, 1};
     bt->dbr.done = on_popped;
     bt->dbr.arg = bt;
     if (db_submit(a->db, &bt->dbr) < 0) {
@@ -517,7 +526,7 @@ static int64_t query_int(http_req *r, const char *name, int64_t def, int64_t lo,
     return x;
 }
 
-static void pop_route(http_req *r, const char *queue, const char *partition)
+static void pop_route(http_req *r, const char *queue, const char *partition, const char *ns, const char *task)
 {
     app *a = r->app;
     pop_ctx *c = arena_alloc(&r->ar, sizeof *c);
@@ -528,6 +537,8 @@ static void pop_route(http_req *r, const char *queue, const char *partition)
     memcpy(pa->tenant, r->tenant, 16);
     pa->queue = queue;
     pa->partition = partition;
+    pa->ns = ns;
+    pa->task = task;
     const char *g = http_query(r, "consumerGroup");
     pa->group = g && *g ? g : QUEUE_MODE_GROUP;
     int ok = 1;
@@ -569,7 +580,7 @@ static void pop_route(http_req *r, const char *queue, const char *partition)
     if (mode && *mode && (ascii_ieq(mode, strlen(mode), "new") || ascii_ieq(mode, strlen(mode), "new-only")))
         pa->sub_mode = "new";
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
-    c->mergeable = !partition && pa->max_partitions == 1;
+    c->mergeable = !partition && !ns && pa->max_partitions == 1;
     if (c->mergeable)
         c->lane = lane_for(c);
     r->on_abandon = on_abandon;
@@ -580,10 +591,23 @@ static void pop_route(http_req *r, const char *queue, const char *partition)
 
 void api_pop_queue(http_req *r)
 {
-    pop_route(r, r->params[0], NULL);
+    pop_route(r, r->params[0], NULL, NULL, NULL);
 }
 
 void api_pop_partition(http_req *r)
 {
-    pop_route(r, r->params[0], r->params[1]);
+    pop_route(r, r->params[0], r->params[1], NULL, NULL);
+}
+
+/* GET /api/v1/pop?namespace=&task= — documented by the earlier release and called by its
+ * clients, never served by it: a pop over the queues of a namespace (and task). */
+void api_pop_namespace(http_req *r)
+{
+    const char *ns = http_query(r, "namespace");
+    const char *task = http_query(r, "task");
+    if (!ns || !*ns) {
+        http_respond_error(r, 400, "namespace is required (pop by queue with /api/v1/pop/queue/:queue)");
+        return;
+    }
+    pop_route(r, "", NULL, ns, task && *task ? task : NULL);
 }

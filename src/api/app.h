@@ -56,6 +56,7 @@ void api_metrics_prometheus(http_req *r);
 void api_metrics_json(http_req *r);
 void api_pop_queue(http_req *r);
 void api_pop_partition(http_req *r);
+void api_pop_namespace(http_req *r);
 void api_ack(http_req *r);
 void api_ack_batch(http_req *r);
 void api_lease_extend(http_req *r);

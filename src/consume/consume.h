@@ -35,9 +35,15 @@ typedef struct pop_args {
     int split;               /* batch is per claim (merged pops), not for the whole call */
     const uuid *leases;      /* lease id of claim k; nleases >= 1 */
     uint32_t nleases;
+    const char *ns;          /* non-NULL: pop over the queues of this namespace (queue unused) */
+    const char *task;        /* with ns: only queues of this task (NULL = any) */
 } pop_args;
 
+/* The wait-queue name under which namespace pops park: woken by any change in the tenant. */
+#define WAITQ_ANY_QUEUE "\x01*"
+
 extern const char POP_SQL[];
+extern const char POP_NS_SQL[];
 /* p->arr[0] holds the lease array: free with sql_params_free. */
 void pop_params(const pop_args *a, sql_params *p);
 
@@ -49,6 +55,8 @@ typedef struct popped_partition {
     size_t name_len;
     int64_t start, end;      /* claimed offsets [start, end) */
     int64_t lease_expires;   /* µs */
+    const char *queue;       /* namespace pops: the queue of this claim (else NULL) */
+    size_t queue_len;
 } popped_partition;
 
 typedef void (*pop_record_fn)(void *arg, const popped_partition *p, const record_view *v, int64_t ts);

@@ -28,14 +28,23 @@ static void p_i64(sql_params *p, int64_t v)
     p->formats[i] = 0;
 }
 
+const char POP_NS_SQL[] =
+    "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data, qname FROM queen.pop_ns_v1("
+    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4)";
+
 void pop_params(const pop_args *a, sql_params *p)
 {
     memset(p, 0, sizeof *p);
     int i = p->n;
     format_uuid_text(a->tenant, p->text[i]);
     p_set(p, p->text[i]);
-    p_set(p, a->queue);
-    p_set(p, a->partition);
+    if (a->ns) {
+        p_set(p, a->ns);
+        p_set(p, a->task);
+    } else {
+        p_set(p, a->queue);
+        p_set(p, a->partition);
+    }
     p_set(p, a->group);
     p_i64(p, a->batch);
     p_set(p, a->auto_ack ? "true" : "false");
@@ -54,7 +63,8 @@ void pop_params(const pop_args *a, sql_params *p)
     p->lengths[i] = (int)p->arr[0].b.len;
     p->formats[i] = 1;
     p_i64(p, a->lease_seconds);
-    p_set(p, a->split ? "true" : "false");
+    if (!a->ns)
+        p_set(p, a->split ? "true" : "false");
 }
 
 static int64_t i64_at(const PGresult *r, int row, int col)
@@ -86,6 +96,10 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
             cur.start = i64_at(res, i, 4);
             cur.end = i64_at(res, i, 5);
             cur.lease_expires = i64_at(res, i, 6);
+            if (PQnfields(res) > 10 && !PQgetisnull(res, i, 10)) {
+                cur.queue = PQgetvalue(res, i, 10);
+                cur.queue_len = (size_t)PQgetlength(res, i, 10);
+            }
             out->claimed++;
             continue;
         }

@@ -176,10 +176,18 @@ static void wake_slot(waitq *q, uint32_t s)
 void waitq_wake(waitq *q, const uint8_t tenant[16], const char *queue, size_t qlen)
 {
     uint32_t s;
+    int woke = 0;
     if (lookup(q, tenant, queue, qlen, &s) == 0 && q->slots[s].head) {
         wake_slot(q, s);
-        arm(q);
+        woke = 1;
     }
+    /* namespace pops wait on every queue of their tenant */
+    if (lookup(q, tenant, WAITQ_ANY_QUEUE, strlen(WAITQ_ANY_QUEUE), &s) == 0 && q->slots[s].head) {
+        wake_slot(q, s);
+        woke = 1;
+    }
+    if (woke)
+        arm(q);
 }
 
 void waitq_wake_all(waitq *q)

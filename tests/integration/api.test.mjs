@@ -11,7 +11,7 @@ after(async () => { if (node) { await node.stop(); rmrf(node.data); } });
 
 const DEFAULTS = {
   priority: 0, leaseTime: 300, retryLimit: 3, retryDelay: 1000, maxSize: 0, ttl: 3600,
-  deadLetterQueue: false, dlqAfterMaxRetries: false, delayedProcessing: 0, windowBuffer: 0,
+  deadLetterQueue: true, dlqAfterMaxRetries: true, delayedProcessing: 0, windowBuffer: 0,
   retentionSeconds: 0, completedRetentionSeconds: 0, retentionEnabled: false, encryptionEnabled: false,
   maxWaitTimeSeconds: 0, retentionSinkHold: null, retentionSinkHoldMaxSeconds: 604800,
 };
@@ -31,11 +31,11 @@ describe('configure', () => {
 
   test('reconfigure is a full overwrite and keeps the Default partition', async () => {
     const a = await post(node.url, '/api/v1/configure', { queue: 'cfg2', namespace: 'n', options: { retryLimit: 9, retentionEnabled: true, retentionSeconds: 86400, retentionSinkHold: 'default' } });
-    const b = await post(node.url, '/api/v1/configure', { queue: 'cfg2', options: { ttl: 10 } });
+    const b = await post(node.url, '/api/v1/configure', { queue: 'cfg2', options: { windowBuffer: 10 } });
     assert.equal(b.status, 200);
     assert.equal(b.json.queueId, a.json.queueId);
     assert.equal(b.json.partitionId, a.json.partitionId);
-    assert.deepEqual(b.json.options, { ...DEFAULTS, ttl: 10 });
+    assert.deepEqual(b.json.options, { ...DEFAULTS, windowBuffer: 10 });
     assert.equal(b.json.namespace, '');
     assert.equal(a.json.options.retentionSinkHold, 'default');
   });

@@ -138,7 +138,7 @@ describe('pop and ack', () => {
 
 describe('retries, dead letters, leases', () => {
   test('failed retries up to retryLimit, then the record is dead-lettered and the partition moves on', async () => {
-    await post(node.url, '/api/v1/configure', { queue: 'r1', options: { retryLimit: 2 } });
+    await post(node.url, '/api/v1/configure', { queue: 'r1', options: { retryLimit: 2, retryDelay: 0 } });
     await push([{ queue: 'r1', payload: 'poison' }, { queue: 'r1', payload: 'next' }]);
     const deliveries = [];
     for (let i = 0; i < 3; i++) {
@@ -327,5 +327,78 @@ describe('merged pops', () => {
     } finally {
       client.close();
     }
+  });
+});
+
+describe('options enforced', () => {
+  test('retryDelay holds a failed batch back for that long', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'o1', options: { retryDelay: 800 } });
+    await push([{ queue: 'o1', payload: 1 }]);
+    const m = msgsOf(await pop('o1'));
+    await ack(m, 'failed');
+    assert.equal((await pop('o1')).status, 204, 'available before retryDelay');
+    const t0 = Date.now();
+    const r = await pop('o1', { wait: true, timeout: 5000 });
+    assert.equal(r.status, 200);
+    assert.ok(Date.now() - t0 >= 500, 'redelivered too early');
+  });
+
+  test('deadLetterQueue=false drops a record past its retries instead of dead-lettering it', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'o2', options: { retryLimit: 0, retryDelay: 0, deadLetterQueue: false } });
+    await push([{ queue: 'o2', payload: 'bad' }, { queue: 'o2', payload: 'good' }]);
+    const m = msgsOf(await pop('o2', { batch: 1 }));
+    const a = await ack(m, 'failed');
+    assert.equal(a.json[0].dlq, false);
+    assert.deepEqual(msgsOf(await pop('o2')).map((x) => x.data), ['good']);
+  });
+
+  test('the defaults dead-letter after retryLimit; ttl other than its default is refused', async () => {
+    const r = await post(node.url, '/api/v1/configure', { queue: 'o3' });
+    assert.equal(r.json.options.deadLetterQueue, true);
+    assert.equal(r.json.options.dlqAfterMaxRetries, true);
+    const t = await post(node.url, '/api/v1/configure', { queue: 'o3', options: { ttl: 60 } });
+    assert.equal(t.status, 400);
+    assert.match(t.json.error, /options\.ttl is not enforced/);
+  });
+
+  test('maxSize refuses pushes that would pass it, and only those', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'o4', options: { maxSize: 3 } });
+    assert.equal((await push([1, 2].map((i) => ({ queue: 'o4', payload: i })))).status, 201);
+    const full = await push([3, 4].map((i) => ({ queue: 'o4', payload: i })));
+    assert.equal(full.status, 409);
+    assert.match(full.json.error, /queue o4 is full: it holds 3 records at most/);
+    assert.equal((await push([{ queue: 'o4', payload: 3 }])).status, 201);
+    assert.equal((await push([{ queue: 'other-o4', payload: 1 }])).status, 201);
+  });
+});
+
+describe('namespace and task pops', () => {
+  test('pop over a namespace, highest priority first, each message naming its queue', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'billing.low', namespace: 'billing', task: 'low', options: { priority: 1 } });
+    await post(node.url, '/api/v1/configure', { queue: 'billing.high', namespace: 'billing', task: 'high', options: { priority: 9 } });
+    await push([{ queue: 'billing.low', payload: 'low' }, { queue: 'billing.high', payload: 'high' }]);
+    const a = await get(node.url, '/api/v1/pop?namespace=billing&autoAck=true');
+    assert.equal(a.status, 200);
+    assert.equal(a.json.queue, 'billing.high');
+    assert.equal(a.json.messages[0].queue, 'billing.high');
+    const b = await get(node.url, '/api/v1/pop?namespace=billing&autoAck=true');
+    assert.equal(b.json.messages[0].queue, 'billing.low');
+    assert.equal((await get(node.url, '/api/v1/pop?namespace=billing')).status, 204);
+    await push([{ queue: 'billing.low', payload: 'again' }]);
+    const c = await get(node.url, '/api/v1/pop?namespace=billing&task=high&autoAck=true');
+    assert.equal(c.status, 204);
+    const d = await get(node.url, '/api/v1/pop?namespace=billing&task=low&autoAck=true');
+    assert.deepEqual(d.json.messages.map((m) => m.data), ['again']);
+    assert.equal((await get(node.url, '/api/v1/pop')).status, 400);
+  });
+
+  test('a waiting namespace pop wakes on a push to any of its queues', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'ns2.q', namespace: 'ns2' });
+    const waiting = get(node.url, '/api/v1/pop?namespace=ns2&wait=true&timeout=5000');
+    await sleep(200);
+    await push([{ queue: 'ns2.q', payload: 'hi' }]);
+    const r = await waiting;
+    assert.equal(r.status, 200);
+    assert.equal(r.json.messages[0].queue, 'ns2.q');
   });
 });

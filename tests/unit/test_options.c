@@ -12,7 +12,7 @@
 
 static const char *const DEFAULTS_JSON =
     "{\"priority\":0,\"leaseTime\":300,\"retryLimit\":3,\"retryDelay\":1000,\"maxSize\":0,\"ttl\":3600,"
-    "\"deadLetterQueue\":false,\"dlqAfterMaxRetries\":false,\"delayedProcessing\":0,\"windowBuffer\":0,"
+    "\"deadLetterQueue\":true,\"dlqAfterMaxRetries\":true,\"delayedProcessing\":0,\"windowBuffer\":0,"
     "\"retentionSeconds\":0,\"completedRetentionSeconds\":0,\"retentionEnabled\":false,"
     "\"encryptionEnabled\":false,\"maxWaitTimeSeconds\":0,\"retentionSinkHold\":null,"
     "\"retentionSinkHoldMaxSeconds\":604800}";
@@ -88,19 +88,19 @@ static void test_full_overwrite(void **state)
     assert_int_equal(o.dead_letter_queue, 1);
     assert_string_equal(o.retention_sink_hold, "s3-main");
     /* configure is a full overwrite: what is not sent goes back to its default */
-    assert_int_equal(parse_opts("{\"ttl\":10}", &o), 0);
+    assert_int_equal(parse_opts("{\"windowBuffer\":10}", &o), 0);
     assert_int_equal(o.lease_time, 300);
     assert_int_equal(o.retry_limit, 3);
-    assert_int_equal(o.dead_letter_queue, 0);
+    assert_int_equal(o.dead_letter_queue, 1);
     assert_string_equal(o.retention_sink_hold, "");
-    assert_int_equal(o.ttl, 10);
+    assert_int_equal(o.window_buffer, 10);
 }
 
 static void test_all_set_json(void **state)
 {
     (void)state;
     queue_options o;
-    const char *in = "{\"priority\":-5,\"leaseTime\":1,\"retryLimit\":2,\"retryDelay\":3,\"maxSize\":4,\"ttl\":5,"
+    const char *in = "{\"priority\":-5,\"leaseTime\":1,\"retryLimit\":2,\"retryDelay\":3,\"maxSize\":4,\"ttl\":3600,"
                      "\"deadLetterQueue\":true,\"dlqAfterMaxRetries\":true,\"delayedProcessing\":6,"
                      "\"windowBuffer\":7,\"retentionSeconds\":8,\"completedRetentionSeconds\":9,"
                      "\"retentionEnabled\":true,\"encryptionEnabled\":true,\"maxWaitTimeSeconds\":10,"
@@ -111,7 +111,7 @@ static void test_all_set_json(void **state)
     const char *shuffled = "{\"retentionSinkHoldMaxSeconds\":60,\"retentionSinkHold\":\"default\","
                            "\"maxWaitTimeSeconds\":10,\"encryptionEnabled\":true,\"retentionEnabled\":true,"
                            "\"completedRetentionSeconds\":9,\"retentionSeconds\":8,\"windowBuffer\":7,"
-                           "\"delayedProcessing\":6,\"dlqAfterMaxRetries\":true,\"deadLetterQueue\":true,\"ttl\":5,"
+                           "\"delayedProcessing\":6,\"dlqAfterMaxRetries\":true,\"deadLetterQueue\":true,\"ttl\":3600,"
                            "\"maxSize\":4,\"retryDelay\":3,\"retryLimit\":2,\"leaseTime\":1,\"priority\":-5}";
     assert_int_equal(parse_opts(shuffled, &o), 0);
     json_eq(&o, in);
@@ -132,7 +132,6 @@ static const int_opt int_opts[] = {
     {"retryLimit", OFF(retry_limit), 0, 1000000, NULL},
     {"retryDelay", OFF(retry_delay), 0, 30 * DAY * 1000, "milliseconds"},
     {"maxSize", OFF(max_size), 0, INT64_MAX / 2, "messages"},
-    {"ttl", OFF(ttl), 0, 3650 * DAY, "seconds"},
     {"delayedProcessing", OFF(delayed_processing), 0, 365 * DAY, "seconds"},
     {"windowBuffer", OFF(window_buffer), 0, 30 * DAY, "seconds"},
     {"retentionSeconds", OFF(retention_seconds), 0, 3650 * DAY, "seconds"},
@@ -237,13 +236,13 @@ static void test_unknown_and_shape(void **state)
     queue_options o;
     assert_int_equal(parse_opts("{\"foo\":1}", &o), -1);
     assert_string_equal(g_err, "unknown option \"foo\"");
-    assert_int_equal(parse_opts("{\"ttl\":1,\"LeaseTime\":1}", &o), -1); /* names are case-sensitive */
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"LeaseTime\":1}", &o), -1); /* names are case-sensitive */
     assert_string_equal(g_err, "unknown option \"LeaseTime\"");
     assert_int_equal(parse_opts("{\"\":1}", &o), -1);
     assert_string_equal(g_err, "unknown option \"\"");
     assert_int_equal(parse_opts("{\"f\\u006fo\":1}", &o), -1); /* the decoded name is reported */
     assert_string_equal(g_err, "unknown option \"foo\"");
-    static const char *const not_obj[] = {"[]", "1", "\"x\"", "true", "false", "[{\"ttl\":1}]"};
+    static const char *const not_obj[] = {"[]", "1", "\"x\"", "true", "false", "[{\"windowBuffer\":1}]"};
     for (size_t i = 0; i < sizeof not_obj / sizeof not_obj[0]; i++) {
         assert_int_equal(parse_opts(not_obj[i], &o), -1);
         assert_string_equal(g_err, "options must be an object");
@@ -252,29 +251,43 @@ static void test_unknown_and_shape(void **state)
     assert_int_equal(parse_opts("{\"lease\\u0054ime\":5}", &o), 0);
     assert_int_equal(o.lease_time, 5);
     /* duplicate keys: the last one wins */
-    assert_int_equal(parse_opts("{\"ttl\":1,\"ttl\":2}", &o), 0);
-    assert_int_equal(o.ttl, 2);
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"windowBuffer\":2}", &o), 0);
+    assert_int_equal(o.window_buffer, 2);
     /* an error in a later member is still found */
-    assert_int_equal(parse_opts("{\"ttl\":1,\"retryLimit\":3,\"bogus\":true}", &o), -1);
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"retryLimit\":3,\"bogus\":true}", &o), -1);
     assert_string_equal(g_err, "unknown option \"bogus\"");
     /* nested values do not confuse member iteration */
-    assert_int_equal(parse_opts("{\"priority\":1,\"foo\":{\"ttl\":[1,2,{\"x\":3}]},\"ttl\":2}", &o), -1);
+    assert_int_equal(parse_opts("{\"priority\":1,\"foo\":{\"ttl\":[1,2,{\"x\":3}]},\"windowBuffer\":2}", &o), -1);
     assert_string_equal(g_err, "unknown option \"foo\"");
 }
 
 static void test_options_in_a_larger_document(void **state)
 {
     (void)state;
-    const char *text = "{\"queue\":\"q\",\"options\":{\"ttl\":42,\"priority\":7},\"after\":[1,2]}";
+    const char *text = "{\"queue\":\"q\",\"options\":{\"windowBuffer\":42,\"priority\":7},\"after\":[1,2]}";
     json_doc d = {0};
     assert_int_equal(json_parse(&d, text, strlen(text), NULL), 0);
     queue_options o;
     assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "options"), &o, g_err, sizeof g_err), 0);
-    assert_int_equal(o.ttl, 42);
+    assert_int_equal(o.window_buffer, 42);
     assert_int_equal(o.priority, 7);
     assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "missing"), &o, g_err, sizeof g_err), 0);
     assert_int_equal(o.ttl, 3600);
     json_doc_free(&d);
+}
+
+/* ttl was stored and never used by the earlier release: only its default is accepted */
+static void test_ttl_refused(void **state)
+{
+    (void)state;
+    queue_options o;
+    assert_int_equal(parse_opts("{\"ttl\":3600}", &o), 0);
+    assert_int_equal(o.ttl, 3600);
+    static const char *const bad[] = {"{\"ttl\":0}", "{\"ttl\":60}", "{\"ttl\":7200}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse_opts(bad[i], &o), -1);
+        assert_non_null(strstr(g_err, "options.ttl is not enforced by this broker"));
+    }
 }
 
 static void test_sink_hold(void **state)
@@ -346,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_shape),
         cmocka_unit_test(test_options_in_a_larger_document),
         cmocka_unit_test(test_sink_hold),
+        cmocka_unit_test(test_ttl_refused),
         cmocka_unit_test(test_small_error_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -422,13 +422,23 @@ BEGIN
             RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
         ELSIF it.st = 'failed' AND (cur.retry_count < coalesce((it.opts->>'retryLimit')::integer, 3)
                                     OR cur.lease_failed) THEN
-            -- a retry: counted once per delivery (lease_failed), however many records fail in it
+            -- a retry: counted once per delivery (lease_failed), however many records fail in it.
+            -- The partition stays unavailable for retryDelay ms: an ownerless lease until then.
             IF NOT cur.lease_failed THEN
-                UPDATE queen.cursors x SET retry_count = x.retry_count + 1, lease_failed = true,
-                       lease_id = NULL, lease_expires_at = NULL
+                UPDATE queen.cursors x SET retry_count = x.retry_count + 1, lease_failed = true, lease_id = NULL,
+                       lease_expires_at = CASE WHEN coalesce((it.opts->>'retryDelay')::bigint, 0) > 0
+                                               THEN v_now + (it.opts->>'retryDelay')::bigint * 1000 END
                  WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
             END IF;
             RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
+        ELSIF it.st IN ('failed', 'dlq')
+              AND (NOT coalesce((it.opts->>'deadLetterQueue')::boolean, true)
+                   OR (it.st = 'failed' AND NOT coalesce((it.opts->>'dlqAfterMaxRetries')::boolean, true))) THEN
+            -- the queue keeps no dead letters (deadLetterQueue false), or not for exhausted
+            -- retries (dlqAfterMaxRetries false): the record is dropped and the partition moves on
+            UPDATE queen.cursors x SET lease_done[v_pos] = true
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, false;
         ELSIF it.st IN ('failed', 'dlq') THEN
             SELECT r.ts, r.rec INTO v_rec FROM queen.record_at_v1(v_pid, cur.lease_start + v_pos - 1) r;
             INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, off, txn_id, ts, error,
@@ -467,5 +477,48 @@ BEGIN
     END IF;
     PERFORM 1 FROM queen.cursors x WHERE x.lease_id = p_lease;
     error := CASE WHEN FOUND THEN 'Lease already expired' ELSE 'Lease not found' END;
+END
+$$;
+
+-- pop_ns_v1: a pop over every queue of a namespace (and task, when given): queues are tried in
+-- priority order (highest first, ties in random order so none starves), and the first that
+-- yields records answers. Rows as pop_v1's, plus the queue's name.
+CREATE FUNCTION queen.pop_ns_v1(
+    p_tenant uuid, p_namespace text, p_task text, p_group text, p_batch integer, p_auto_ack boolean,
+    p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_ids uuid[], p_lease_seconds integer)
+RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b bigint, c bigint,
+               seg_ts bigint, seg_count integer, seg_data bytea, qname text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    q        record;
+    r        record;
+    v_got    boolean := false;
+    v_retry  bigint := NULL;
+BEGIN
+    FOR q IN
+        SELECT x.name FROM queen.queues x
+         WHERE x.tenant_id = p_tenant AND x.namespace = p_namespace AND (p_task IS NULL OR x.task = p_task)
+         ORDER BY coalesce((x.options->>'priority')::integer, 0) DESC, random()
+    LOOP
+        FOR r IN SELECT * FROM queen.pop_v1(p_tenant, q.name, NULL, p_group, p_batch, p_auto_ack, p_sub_mode,
+                                            p_sub_from, p_max_partitions, p_lease_ids, p_lease_seconds, false) LOOP
+            IF r.kind = 2 THEN
+                IF r.c IS NOT NULL THEN
+                    v_retry := least(coalesce(v_retry, r.c), r.c);
+                END IF;
+                CONTINUE;
+            END IF;
+            v_got := true;
+            kind := r.kind; pid := r.pid; puuid := r.puuid; pname := r.pname; a := r.a; b := r.b; c := r.c;
+            seg_ts := r.seg_ts; seg_count := r.seg_count; seg_data := r.seg_data; qname := q.name;
+            RETURN NEXT;
+        END LOOP;
+        EXIT WHEN v_got;
+    END LOOP;
+    IF NOT v_got THEN
+        kind := 2; pname := 'empty'; c := v_retry; qname := NULL;
+        RETURN NEXT;
+    END IF;
 END
 $$;
