@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "core/idring.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -22,6 +23,12 @@
 /* Pops merged into one call at most: one partition each, so more than a queue's partitions
  * only adds empty answers; 32 keeps the lease array and the answer of one call small. */
 #define POP_MERGE_MAX 32
+/* Partition hints a lane remembers (ids with records, most likely); beyond that the scan
+ * that pops fall back to finds the rest. */
+#define HINTS_MAX 4096
+/* A lane scans its queue at least this often even while hints keep it busy, so a partition
+ * that no hint names (records pushed through another node) is never starved. */
+#define FULL_SCAN_EVERY_MS 500
 
 typedef struct pop_lane pop_lane;
 typedef struct pop_ctx pop_ctx;
@@ -51,15 +58,20 @@ struct pop_lane {
     int busy;
     pop_ctx *head, *tail;
     int n;
+    idring hints;
+    uint64_t last_scan_ms;
+    pop_lane *next_of_queue; /* lanes of the same (tenant, queue), for push hints */
 };
 
 typedef struct pop_batch {
     app *a;
-    pop_lane *lane;      /* NULL: a pop run on its own */
+    pop_lane *lane;      /* hints come from here (NULL: a named partition or namespace pop) */
+    int merged;          /* pops merged into this call: claim k is request k's */
     pop_ctx *reqs[POP_MERGE_MAX];
     int n;
     uuid leases[POP_MERGE_MAX];
     pop_args args;
+    uint64_t hints[POP_MERGE_MAX * 4 + 8];
     sql_params sp;
     db_req dbr;
     lease_store ls;
@@ -71,6 +83,7 @@ typedef struct pop_batch {
 
 /* lanes by key; keys and lanes live as long as the process (one per queue/group/shape used) */
 static strmap g_lanes;
+static strmap g_queue_lanes; /* tenant + queue → index of the newest lane of that queue */
 static arena g_lane_mem;
 static pop_lane **g_lane_list;
 static uint32_t g_nlanes, g_lane_cap;
@@ -84,8 +97,9 @@ static pop_lane *lane_for(const pop_ctx *c)
     buf k;
     buf_init(&k, 0);
     buf_append(&k, p->tenant, 16);
-    buf_printf(&k, "%s%c%s%c%lld%c%d%c%s%c%lld%c%lld", p->queue, 0, p->group, 0, (long long)p->batch, 0, p->auto_ack,
-               0, p->sub_mode ? p->sub_mode : "", 0, (long long)p->sub_from, 0, (long long)p->lease_seconds);
+    buf_printf(&k, "%s%c%s%c%lld%c%d%c%s%c%lld%c%lld%c%lld", p->queue, 0, p->group, 0, (long long)p->batch, 0,
+               p->auto_ack, 0, p->sub_mode ? p->sub_mode : "", 0, (long long)p->sub_from, 0,
+               (long long)p->lease_seconds, 0, (long long)p->max_partitions);
     uint32_t *v = strmap_get(&g_lanes, k.data, k.len);
     if (v) {
         buf_free(&k);
@@ -95,14 +109,36 @@ static pop_lane *lane_for(const pop_ctx *c)
     memcpy(key, k.data, k.len);
     pop_lane *l = arena_alloc(&g_lane_mem, sizeof *l);
     memset(l, 0, sizeof *l);
+    idring_init(&l->hints, HINTS_MAX);
     if (g_nlanes == g_lane_cap) {
         g_lane_cap = g_lane_cap ? g_lane_cap * 2 : 16;
         g_lane_list = xrealloc(g_lane_list, g_lane_cap * sizeof *g_lane_list);
     }
     g_lane_list[g_nlanes] = l;
-    strmap_put(&g_lanes, key, k.len, g_nlanes++, NULL);
+    strmap_put(&g_lanes, key, k.len, g_nlanes, NULL);
+    /* chain the lane to the others of its queue: the key starts with tenant + queue */
+    size_t qk = 16 + strlen(p->queue);
+    int ins;
+    uint32_t *first = strmap_put(&g_queue_lanes, key, qk, g_nlanes, &ins);
+    if (!ins) {
+        l->next_of_queue = g_lane_list[*first];
+        *first = g_nlanes;
+    }
+    g_nlanes++;
     buf_free(&k);
     return l;
+}
+
+void api_pop_hint(const uint8_t tenant[16], const char *queue, size_t qlen, uint64_t partition_id)
+{
+    char tmp[16 + 256];
+    if (qlen > 255)
+        return;
+    memcpy(tmp, tenant, 16);
+    memcpy(tmp + 16, queue, qlen);
+    uint32_t *first = strmap_get(&g_queue_lanes, tmp, 16 + qlen);
+    for (pop_lane *l = first ? g_lane_list[*first] : NULL; l; l = l->next_of_queue)
+        idring_push(&l->hints, partition_id);
 }
 
 static void respond_empty(pop_ctx *c, int status, const char *error)
@@ -146,13 +182,13 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
 {
     pop_batch *bt = arg;
     /* merged pops: claim k belongs to request k; a pop run on its own owns every claim */
-    pop_ctx *c = bt->lane ? bt->reqs[p->index] : bt->reqs[0];
-    const uuid *lease = &bt->leases[bt->lane ? p->index : 0];
+    pop_ctx *c = bt->merged ? bt->reqs[p->index] : bt->reqs[0];
+    const uuid *lease = &bt->leases[bt->merged ? p->index : 0];
     char pu[37];
     format_uuid_text(p->uuid, pu);
     if (bt->cur_index != p->index) {
         if (bt->cur_index >= 0 && !bt->args.auto_ack)
-            lease_store_add_partition(&bt->ls, &bt->leases[bt->lane ? bt->cur_index : 0], bt->cur_pid,
+            lease_store_add_partition(&bt->ls, &bt->leases[bt->merged ? bt->cur_index : 0], bt->cur_pid,
                                       bt->cur_count);
         bt->cur_index = p->index;
         bt->cur_pid = p->id;
@@ -211,6 +247,17 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
         jw_string(b, p->queue, p->queue_len);
     }
     buf_putc(b, '}');
+}
+
+static void on_partition(void *arg, const popped_partition *p)
+{
+    pop_batch *bt = arg;
+    if (!bt->lane)
+        return;
+    /* a scanned candidate not claimed, or a claimed partition with records left: try it again
+     * later, behind what is already queued (round-robin) */
+    if (p->index < 0 || p->more)
+        idring_push(&bt->lane->hints, p->id);
 }
 
 static void on_wake(waiter *w, int timed_out)
@@ -360,7 +407,7 @@ static void on_popped(db_req *d)
         snprintf(msg, sizeof msg, "%s", d->errmsg);
         int st = d->err == DB_SQL ? 500 : 503;
         db_req_clear(d);
-        pop_lane *l = bt->lane;
+        pop_lane *l = bt->merged ? bt->lane : NULL;
         batch_fail(bt, st, msg);
         batch_free(bt);
         lane_release(a, l);
@@ -375,9 +422,9 @@ static void on_popped(db_req *d)
         bt->reqs[i]->nmsgs = 0;
         bt->reqs[i]->claimed = 0;
     }
-    int rc = pop_decode(d->res[0], on_record, bt, &out);
+    int rc = pop_decode(d->res[0], on_record, on_partition, bt, &out);
     db_req_clear(d);
-    pop_lane *l = bt->lane;
+    pop_lane *l = bt->merged ? bt->lane : NULL;
     if (rc < 0) {
         if (!bt->args.auto_ack)
             lease_store_free(&bt->ls);
@@ -406,7 +453,7 @@ static void on_popped(db_req *d)
             }
         batch_free(bt);
     } else if (out.claimed > 0) {
-        lease_store_add_partition(&bt->ls, &bt->leases[bt->lane ? bt->cur_index : 0], bt->cur_pid, bt->cur_count);
+        lease_store_add_partition(&bt->ls, &bt->leases[bt->merged ? bt->cur_index : 0], bt->cur_pid, bt->cur_count);
         lease_store_finish(&bt->ls, bt->args.group);
         memset(&bt->dbr, 0, sizeof bt->dbr);
         bt->dbr.nstmt = 1;
@@ -434,11 +481,33 @@ static void on_popped(db_req *d)
     lane_release(a, l);
 }
 
+/* Takes hints from the lane (or none: scan first) for a call wanting `claims` partitions. */
+static void take_hints(pop_lane *lane, pop_batch *bt, uint32_t claims)
+{
+    uint64_t now = mono_ms();
+    if (now - lane->last_scan_ms >= FULL_SCAN_EVERY_MS || idring_count(&lane->hints) == 0) {
+        /* scan first: least recently claimed partitions, whatever the hints say */
+        lane->last_scan_ms = now;
+        bt->args.hints = NULL;
+        bt->args.nhints = 0;
+        return;
+    }
+    uint32_t want = claims * 4 + 8, k = 0;
+    if (want > ARRAY_LEN(bt->hints))
+        want = ARRAY_LEN(bt->hints);
+    uint64_t id;
+    while (k < want && idring_pop(&lane->hints, &id))
+        bt->hints[k++] = id;
+    bt->args.hints = bt->hints;
+    bt->args.nhints = k;
+}
+
+/* One call of pop_v1 for n pops: merged (claim k for pop k) when they came through a lane's
+ * queue and each wants one partition; otherwise n is 1 and the pop owns every claim. */
 static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n)
 {
     pop_batch *bt = xcalloc(1, sizeof *bt);
     bt->a = a;
-    bt->lane = lane;
     bt->n = n;
     for (int i = 0; i < n; i++) {
         bt->reqs[i] = reqs[i];
@@ -446,17 +515,20 @@ static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n)
         uuid_v7(&bt->leases[i]);
     }
     bt->args = reqs[0]->args;
-    if (lane) {
+    bt->args.leases = bt->leases;
+    bt->merged = lane != NULL;
+    bt->lane = lane ? lane : reqs[0]->lane;
+    if (bt->merged) {
         bt->args.max_partitions = n;
         bt->args.split = 1;
-        bt->args.leases = bt->leases;
         bt->args.nleases = (uint32_t)n;
         lane->busy = 1;
     } else {
         bt->args.split = 0;
-        bt->args.leases = bt->leases;
         bt->args.nleases = 1;
     }
+    if (bt->lane)
+        take_hints(bt->lane, bt, (uint32_t)bt->args.max_partitions);
     pop_params(&bt->args, &bt->sp);
     bt->dbr.nstmt = 1;
     bt->dbr.stmt[0] = (db_stmt){bt->args.ns ? POP_NS_SQL : POP_SQL, bt->sp.n, bt->sp.values, bt->sp.lengths,
@@ -581,8 +653,8 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
         pa->sub_mode = "new";
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
     c->mergeable = !partition && !ns && pa->max_partitions == 1;
-    if (c->mergeable)
-        c->lane = lane_for(c);
+    if (!partition && !ns)
+        c->lane = lane_for(c); /* hints, and merging when mergeable */
     r->on_abandon = on_abandon;
     r->abandon_arg = c;
     http_async(r);

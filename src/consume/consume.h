@@ -35,6 +35,8 @@ typedef struct pop_args {
     int split;               /* batch is per claim (merged pops), not for the whole call */
     const uuid *leases;      /* lease id of claim k; nleases >= 1 */
     uint32_t nleases;
+    const uint64_t *hints;   /* partitions to try first (NULL: scan first) */
+    uint32_t nhints;
     const char *ns;          /* non-NULL: pop over the queues of this namespace (queue unused) */
     const char *task;        /* with ns: only queues of this task (NULL = any) */
 } pop_args;
@@ -57,9 +59,13 @@ typedef struct popped_partition {
     int64_t lease_expires;   /* µs */
     const char *queue;       /* namespace pops: the queue of this claim (else NULL) */
     size_t queue_len;
+    int more;                /* the partition holds records past `end` */
 } popped_partition;
 
 typedef void (*pop_record_fn)(void *arg, const popped_partition *p, const record_view *v, int64_t ts);
+/* Called for each claimed partition (after its records), and for each scanned candidate the
+ * call did not claim (p->index = -1, only p->id set). */
+typedef void (*pop_partition_fn)(void *arg, const popped_partition *p);
 
 typedef struct pop_outcome {
     int claimed;          /* partitions claimed */
@@ -71,7 +77,8 @@ typedef struct pop_outcome {
 
 /* Decodes a pop result: calls on_record for each record in the claimed ranges, in partition
  * then offset order. Returns 0, or -1 when a segment is corrupt. */
-int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *out);
+int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_partition, void *arg,
+               pop_outcome *out);
 
 /* lease_store: the transactionIds each lease delivered, per claimed partition */
 extern const char LEASE_STORE_SQL[];

@@ -47,13 +47,21 @@ struct notifier {
 
 static void listen_start(notifier *n);
 
+static void on_retry_timer(uv_timer_t *t)
+{
+    listen_start(t->data);
+}
+
 static void poll_closed(uv_handle_t *h)
 {
     free(h);
 }
 
-static void listen_drop(notifier *n, const char *why)
+static void listen_drop(notifier *n, const char *why_in)
 {
+    /* why_in may point into the PGconn (PQerrorMessage), which PQfinish frees below */
+    char why[300];
+    snprintf(why, sizeof why, "%s", why_in ? why_in : "");
     if (n->poll) {
         uv_poll_stop(n->poll);
         uv_close((uv_handle_t *)n->poll, poll_closed);
@@ -63,12 +71,12 @@ static void listen_drop(notifier *n, const char *why)
         PQfinish(n->pg);
         n->pg = NULL;
     }
-    if (n->state == 3 && why)
+    if (n->state == 3)
         log_warn("notify", "listening connection lost: %s", why);
     n->state = 0;
     n->fd = -1;
     if (!n->stopping) {
-        uv_timer_start(&n->retry, (uv_timer_cb)listen_start, (uint64_t)n->backoff_ms, 0);
+        uv_timer_start(&n->retry, on_retry_timer, (uint64_t)n->backoff_ms, 0);
         n->backoff_ms = MIN(n->backoff_ms * 2, 2000);
     }
 }

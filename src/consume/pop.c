@@ -9,7 +9,7 @@
 const char POP_SQL[] =
     "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data FROM queen.pop_v1("
     "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4, "
-    "$12::bool)";
+    "$12::bool, $13::int8[])";
 
 static void p_set(sql_params *p, const char *v)
 {
@@ -63,8 +63,21 @@ void pop_params(const pop_args *a, sql_params *p)
     p->lengths[i] = (int)p->arr[0].b.len;
     p->formats[i] = 1;
     p_i64(p, a->lease_seconds);
-    if (!a->ns)
+    if (!a->ns) {
         p_set(p, a->split ? "true" : "false");
+        if (a->hints) {
+            pgarray_begin(&p->arr[1], OID_INT8);
+            for (uint32_t k = 0; k < a->nhints; k++)
+                pgarray_add_i64(&p->arr[1], (int64_t)a->hints[k]);
+            pgarray_finish(&p->arr[1]);
+            i = p->n++;
+            p->values[i] = p->arr[1].b.data;
+            p->lengths[i] = (int)p->arr[1].b.len;
+            p->formats[i] = 1;
+        } else {
+            p_set(p, NULL);
+        }
+    }
 }
 
 static int64_t i64_at(const PGresult *r, int row, int col)
@@ -72,18 +85,33 @@ static int64_t i64_at(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? 0 : (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
 }
 
-int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *out)
+int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_partition, void *arg,
+               pop_outcome *out)
 {
     memset(out, 0, sizeof *out);
     int rows = PQntuples(res);
     popped_partition cur;
     memset(&cur, 0, sizeof cur);
-    int claims = 0;
+    int claims = 0, have = 0;
     for (int i = 0; i < rows; i++) {
         int32_t kind = db_get_i32(res, i, 0);
+        if (kind != 1 && have) {
+            if (on_partition)
+                on_partition(arg, &cur);
+            have = 0;
+        }
         if (kind == 2) {
             snprintf(out->why, sizeof out->why, "%s", PQgetvalue(res, i, 3));
             out->retry_at = i64_at(res, i, 6);
+            continue;
+        }
+        if (kind == 4) {
+            popped_partition hint;
+            memset(&hint, 0, sizeof hint);
+            hint.index = -1;
+            hint.id = (uint64_t)i64_at(res, i, 1);
+            if (on_partition)
+                on_partition(arg, &hint);
             continue;
         }
         if (kind == 0) {
@@ -96,11 +124,13 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
             cur.start = i64_at(res, i, 4);
             cur.end = i64_at(res, i, 5);
             cur.lease_expires = i64_at(res, i, 6);
+            cur.more = !PQgetisnull(res, i, 8) && db_get_i32(res, i, 8) == 1;
             if (PQnfields(res) > 10 && !PQgetisnull(res, i, 10)) {
                 cur.queue = PQgetvalue(res, i, 10);
                 cur.queue_len = (size_t)PQgetlength(res, i, 10);
             }
             out->claimed++;
+            have = 1;
             continue;
         }
         int64_t base = i64_at(res, i, 4);
@@ -123,6 +153,8 @@ int pop_decode(PGresult *res, pop_record_fn on_record, void *arg, pop_outcome *o
         if (rc < 0)
             return -1;
     }
+    if (have && on_partition)
+        on_partition(arg, &cur);
     return 0;
 }
 

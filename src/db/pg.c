@@ -170,9 +170,15 @@ static void on_reconnect_timer(uv_timer_t *t)
 }
 
 /* The connection is gone: fail what it carried, tidy up, and schedule a reconnect. */
-static void conn_lost(db_conn *c, const char *why)
+static void conn_lost(db_conn *c, const char *why_in)
 {
     db_pool *p = c->pool;
+    /* why_in may point into the PGconn (PQerrorMessage), which PQfinish frees below */
+    char why[256];
+    snprintf(why, sizeof why, "%s", why_in ? why_in : "");
+    size_t wl = strlen(why);
+    while (wl && (why[wl - 1] == '\n' || why[wl - 1] == ' '))
+        why[--wl] = '\0';
     snprintf(p->last_error, sizeof p->last_error, "%s", why);
     if (c->state != C_CONNECTING || log_enabled(LOG_DEBUG))
         log_warn("db", "connection %d lost: %s", c->idx, why);

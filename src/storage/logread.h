@@ -34,12 +34,13 @@ typedef struct fetch_args {
 } fetch_args;
 
 /* Parameter storage for one query (values point into it). */
+#define SQL_MAX_PARAMS 16
 typedef struct sql_params {
-    const char *values[12];
-    int lengths[12];
-    int formats[12];
+    const char *values[SQL_MAX_PARAMS];
+    int lengths[SQL_MAX_PARAMS];
+    int formats[SQL_MAX_PARAMS];
     int n;
-    char text[12][48];
+    char text[SQL_MAX_PARAMS][48];
     pgarray arr[2];
 } sql_params;
 

@@ -393,7 +393,7 @@ static void batch_finish(batch *b, int err_status, const char *err)
             for (uint32_t gi = 0; gi < b->enc.ngroups; gi++)
                 if (b->enc.groups[gi].n)
                     p->on_commit(p->on_commit_arg, b->enc.groups[gi].tenant, b->enc.groups[gi].queue,
-                                 b->enc.groups[gi].queue_len);
+                                 b->enc.groups[gi].queue_len, b->enc.groups[gi].items[0]->partition_id);
         mhist_observe(&p->m.batch_records, recs);
         mhist_observe(&p->m.batch_requests, b->nreqs);
         mhist_observe(&p->m.commit_seconds, mono_us() - b->started_us);

@@ -130,7 +130,8 @@ pusher *pusher_new(db_pool *db, const queen_config *cfg);
 void pusher_submit(pusher *p, push_req *r);
 const pusher_metrics *pusher_get_metrics(const pusher *p);
 /* Called after every successful commit, once per (tenant, queue, partition) group written. */
-typedef void (*pusher_commit_fn)(void *arg, const uint8_t tenant[16], const char *queue, size_t qlen);
+typedef void (*pusher_commit_fn)(void *arg, const uint8_t tenant[16], const char *queue, size_t qlen,
+                                 uint64_t partition_id);
 void pusher_on_commit(pusher *p, pusher_commit_fn fn, void *arg);
 int pusher_inflight(const pusher *p);
 int pusher_queued(const pusher *p);

@@ -100,7 +100,10 @@ DECLARE
     v_base  bigint[];
     v_full  bigint[];
 BEGIN
-    -- 1. create missing queues and partitions, in name order
+    -- 1. create missing queues and partitions, in name order. Lookups go element by element
+    --    (LATERAL) so each one is a probe of the (tenant, name) / (queue_id, name) unique index;
+    --    joining the unnested arrays through queues instead makes the planner scan every
+    --    partition of the queue per element.
     WITH want AS (
         SELECT DISTINCT t, q FROM unnest(p_tenant, p_queue) AS u(t, q)
         WHERE NOT EXISTS (SELECT 1 FROM queen.queues x WHERE x.tenant_id = u.t AND x.name = u.q)
@@ -113,23 +116,26 @@ BEGIN
     )
     INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM ins;
 
+    SELECT array_agg(q.id ORDER BY u.i) INTO v_qid
+      FROM unnest(p_tenant, p_queue) WITH ORDINALITY AS u(t, qn, i)
+      CROSS JOIN LATERAL (SELECT x.id FROM queen.queues x WHERE x.tenant_id = u.t AND x.name = u.qn) q;
+    IF coalesce(cardinality(v_qid), 0) <> n THEN
+        RAISE EXCEPTION 'a queue was deleted during the push' USING ERRCODE = '40001';
+    END IF;
+
     WITH want AS (
-        SELECT DISTINCT q.id AS qid, u.p
-        FROM unnest(p_tenant, p_queue, p_partition) AS u(t, qn, p)
-        JOIN queen.queues q ON q.tenant_id = u.t AND q.name = u.qn
-        WHERE NOT EXISTS (SELECT 1 FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = u.p)
+        SELECT DISTINCT u.qid, u.p FROM unnest(v_qid, p_partition) AS u(qid, p)
+        WHERE NOT EXISTS (SELECT 1 FROM queen.partitions x WHERE x.queue_id = u.qid AND x.name = u.p)
         ORDER BY 1, 2
     )
     INSERT INTO queen.partitions (queue_id, name) SELECT qid, p FROM want
     ON CONFLICT (queue_id, name) DO NOTHING;
 
-    SELECT array_agg(q.id ORDER BY u.i), array_agg(p.id ORDER BY u.i), array_agg(p.uuid ORDER BY u.i)
-      INTO v_qid, v_pid, v_puuid
-      FROM unnest(p_tenant, p_queue, p_partition) WITH ORDINALITY AS u(t, qn, pn, i)
-      JOIN queen.queues q ON q.tenant_id = u.t AND q.name = u.qn
-      JOIN queen.partitions p ON p.queue_id = q.id AND p.name = u.pn;
+    SELECT array_agg(p.id ORDER BY u.i), array_agg(p.uuid ORDER BY u.i) INTO v_pid, v_puuid
+      FROM unnest(v_qid, p_partition) WITH ORDINALITY AS u(qid, pn, i)
+      CROSS JOIN LATERAL (SELECT x.id, x.uuid FROM queen.partitions x WHERE x.queue_id = u.qid AND x.name = u.pn) p;
     IF coalesce(cardinality(v_pid), 0) <> n THEN
-        RAISE EXCEPTION 'queue or partition was deleted during the push' USING ERRCODE = '40001';
+        RAISE EXCEPTION 'a partition was deleted during the push' USING ERRCODE = '40001';
     END IF;
 
     -- 2. the queue clocks, in id order: one stamp for the whole commit

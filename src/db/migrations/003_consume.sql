@@ -132,17 +132,22 @@ $$;
 -- lease p_lease_ids[k] (the last one when the array is shorter). With p_split each claim may
 -- take p_batch records (a node merges the pops of several consumers into one call, one claim
 -- each); without it p_batch is the budget of the whole call (one consumer's multi-partition pop).
+--
+-- Candidates: first the partitions in p_hints (ids the node believes have records: pushed
+-- there, or left over by an earlier scan), in that order; then, when those do not fill the
+-- call, a scan of the queue's partitions with records for the group, least recently claimed
+-- first (fairness). With p_hints NULL the scan comes first. Partitions whose advisory lock
+-- (another pop) or cursor row (an ack) is busy are skipped, never waited for.
 --   kind 0: a claimed partition: pid, puuid, pname, a = first offset, b = end offset (excl.),
---           c = lease expiry (µs)
+--           c = lease expiry (µs), seg_count = 1 when the partition holds records past b
 --   kind 1: a segment of the partition pid: a = base offset, b = last offset, seg_*
 --   kind 2: why nothing was claimed: pname = 'queue_not_found' | 'partition_not_found' |
---           'lease_held' | 'window_buffer' | 'empty'
--- Partitions are tried least recently claimed first, and busy ones (another pop holding the
--- advisory lock, an ack holding the row) are skipped, never waited for.
+--           'lease_held' | 'window_buffer' | 'empty'; c = when records may become available
+--   kind 4: pid = a scanned candidate that was not claimed (for the node's hints)
 CREATE FUNCTION queen.pop_v1(
     p_tenant uuid, p_queue text, p_partition text, p_group text, p_batch integer, p_auto_ack boolean,
     p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_ids uuid[], p_lease_seconds integer,
-    p_split boolean)
+    p_split boolean, p_hints bigint[])
 RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b bigint, c bigint,
                seg_ts bigint, seg_count integer, seg_data bytea)
 LANGUAGE plpgsql AS $$
@@ -162,6 +167,11 @@ DECLARE
     v_end      bigint;
     v_limit    bigint;
     v_why      text := 'empty';
+    v_cands    bigint[];
+    v_i        integer := 1;
+    v_scanned  boolean := false;
+    v_scan_from integer := 0;
+    v_id       bigint;
     cand       record;
     cur        record;
 BEGIN
@@ -191,28 +201,51 @@ BEGIN
     END IF;
 
     IF p_partition IS NOT NULL THEN
-        PERFORM 1 FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition;
+        SELECT ARRAY[p.id] INTO v_cands FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition;
         IF NOT FOUND THEN
             RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, 'partition_not_found'::text, NULL::bigint, NULL::bigint,
                                 NULL::bigint, NULL::bigint, NULL::integer, NULL::bytea;
             RETURN;
         END IF;
+        v_scanned := true;
+    ELSE
+        v_cands := coalesce(p_hints, '{}');
     END IF;
 
-    FOR cand IN
-        SELECT p.id, p.uuid, p.name, p.next_offset AS p_next, p.start_offset AS p_start, p.last_ts,
-               x.lease_expires_at AS lease_exp, x.partition_id IS NOT NULL AS has_cursor
-        FROM queen.partitions p
-        LEFT JOIN queen.cursors x ON x.partition_id = p.id AND x.consumer_group = p_group
-        WHERE p.queue_id = v_qid
-          AND (p_partition IS NULL OR p.name = p_partition)
-          AND p.next_offset > greatest(coalesce(x.next_offset, p.start_offset), p.start_offset)
-          AND (p_partition IS NOT NULL OR x.lease_expires_at IS NULL OR x.lease_expires_at < v_now)
-          AND (p_partition IS NOT NULL OR v_wb_us = 0 OR p.last_ts <= v_now - v_wb_us)
-        ORDER BY coalesce(x.claimed_at, 0), p.id
-        LIMIT greatest(p_max_partitions * 4, 16)
     LOOP
         EXIT WHEN v_claimed >= p_max_partitions OR v_budget <= 0;
+        IF v_i > coalesce(cardinality(v_cands), 0) THEN
+            EXIT WHEN v_scanned;
+            -- the scan: partitions with records for the group and no live lease, least recently
+            -- claimed first; the cursors of the group are read once and hash-joined
+            v_scan_from := coalesce(cardinality(v_cands), 0);
+            -- with the generic plan PL/pgSQL caches, the planner would otherwise loop over one
+            -- side per row of the other: quadratic in the partitions of the queue
+            SET LOCAL enable_nestloop = off;
+            v_cands := v_cands || ARRAY(
+                WITH cur AS MATERIALIZED (
+                    SELECT x.partition_id, x.next_offset, x.lease_expires_at, x.claimed_at FROM queen.cursors x
+                     WHERE x.queue_id = v_qid AND x.consumer_group = p_group)
+                SELECT p.id FROM queen.partitions p LEFT JOIN cur x ON x.partition_id = p.id
+                 WHERE p.queue_id = v_qid
+                   AND p.next_offset > greatest(coalesce(x.next_offset, p.start_offset), p.start_offset)
+                   AND (x.lease_expires_at IS NULL OR x.lease_expires_at < v_now)
+                   AND (v_wb_us = 0 OR p.last_ts <= v_now - v_wb_us)
+                 ORDER BY coalesce(x.claimed_at, 0), p.id
+                 LIMIT 2048);
+            SET LOCAL enable_nestloop = on;
+            v_scanned := true;
+            CONTINUE;
+        END IF;
+        v_id := v_cands[v_i];
+        v_i := v_i + 1;
+        SELECT p.id, p.uuid, p.name, p.next_offset AS p_next, p.start_offset AS p_start, p.last_ts,
+               x.next_offset AS cur_next, x.lease_expires_at AS lease_exp, x.partition_id IS NOT NULL AS has_cursor
+          INTO cand
+          FROM queen.partitions p LEFT JOIN queen.cursors x ON x.partition_id = p.id AND x.consumer_group = p_group
+         WHERE p.id = v_id AND p.queue_id = v_qid;
+        CONTINUE WHEN NOT FOUND;
+        CONTINUE WHEN cand.p_next <= greatest(coalesce(cand.cur_next, cand.p_start), cand.p_start);
         IF cand.lease_exp IS NOT NULL AND cand.lease_exp >= v_now THEN
             v_why := 'lease_held';
             CONTINUE;
@@ -264,7 +297,7 @@ BEGIN
              WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
         END IF;
         RETURN QUERY SELECT 0, cand.id, cand.uuid, cand.name, v_start, v_end, v_now + v_lease_us,
-                            NULL::bigint, NULL::integer, NULL::bytea;
+                            NULL::bigint, CASE WHEN v_end < cand.p_next THEN 1 ELSE 0 END, NULL::bytea;
         RETURN QUERY SELECT 1, cand.id, NULL::uuid, NULL::text, s.base_offset, s.last_offset, NULL::bigint,
                             s.ts, s.record_count, s.data
                        FROM queen.segments s
@@ -277,6 +310,12 @@ BEGIN
         v_claimed := v_claimed + 1;
         v_budget := v_budget - (v_end - v_start);
     END LOOP;
+    -- scanned candidates not tried (or not claimable now) go back to the node as hints
+    IF v_scanned AND p_partition IS NULL THEN
+        RETURN QUERY SELECT 4, v_cands[j], NULL::uuid, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint,
+                            NULL::bigint, NULL::integer, NULL::bytea
+                       FROM generate_series(greatest(v_i, v_scan_from + 1), coalesce(cardinality(v_cands), 0)) AS j;
+    END IF;
     IF v_claimed = 0 THEN
         -- when records could become available without a push: a lease over records expiring,
         -- or records held back by delayedProcessing / windowBuffer (looked at again in 1 s)
@@ -317,50 +356,16 @@ BEGIN
 END
 $$;
 
--- cursor_advance_v1: moves the cursor over the done prefix of its lease. A lease whose records
--- are all done is released and the retry count starts again for the next batch.
-CREATE FUNCTION queen.cursor_advance_v1(p_pid bigint, p_group text) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    cur record;
-    n integer;
-    k integer;
-    v_next bigint;
-BEGIN
-    SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
-    IF NOT FOUND OR cur.lease_done IS NULL THEN
-        RETURN;
-    END IF;
-    n := cardinality(cur.lease_done);
-    k := greatest(cur.next_offset - cur.lease_start, 0)::integer;
-    WHILE k < n AND cur.lease_done[k + 1] LOOP
-        k := k + 1;
-    END LOOP;
-    v_next := greatest(cur.lease_start + k, cur.next_offset);
-    IF k = n THEN
-        UPDATE queen.cursors x
-           SET next_offset = v_next, total_consumed = x.total_consumed + (v_next - cur.next_offset),
-               last_consumed_at = now(), lease_id = NULL, lease_expires_at = NULL, lease_start = NULL,
-               lease_end = NULL, lease_txns = NULL, lease_done = NULL, lease_failed = false, retry_count = 0
-         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
-    ELSIF v_next > cur.next_offset THEN
-        UPDATE queen.cursors x
-           SET next_offset = v_next, total_consumed = x.total_consumed + (v_next - cur.next_offset),
-               last_consumed_at = now()
-         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
-    END IF;
-END
-$$;
-
 -- ack_v1: acks of one consumer group, processed in (partition id, request order); each
--- partition's cursor row is locked once, in partition-id order.
+-- partition's cursor row is locked once, in partition-id order, and written once.
 --   completed/success: the record is done
 --   failed:  with retries left, the lease is released (the batch comes back from the first
---            record not done) and the retry count grows once per delivery; with none left,
---            the record goes to the dead letters and is done
---   dlq:     straight to the dead letters
+--            record not done) and the retry count grows once per delivery; the partition then
+--            waits retryDelay ms. With none left the record goes to the dead letters (or is
+--            dropped when the queue keeps none) and is done
+--   dlq:     straight to the dead letters (or dropped when the queue keeps none)
 --   retry:   the lease is released, nothing counted
--- Then the cursor advances over the lease's done prefix (cursor_advance_v1).
+-- Then the cursor advances over the lease's done prefix; a lease all done is released.
 CREATE FUNCTION queen.ack_v1(p_tenant uuid, p_group text, p_parts uuid[], p_txns text[], p_status text[],
                              p_leases uuid[], p_errors text[])
 RETURNS TABLE (idx integer, success boolean, error text, queue_name text, partition_name text,
@@ -368,14 +373,16 @@ RETURNS TABLE (idx integer, success boolean, error text, queue_name text, partit
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
-    v_now    bigint := queen.now_us();
-    it       record;
-    cur      record;
-    v_pid    bigint := NULL;
-    v_limit  integer;
-    v_pos    integer;
-    v_rec    record;
-    v_dirty  boolean := false;
+    v_now      bigint := queen.now_us();
+    it         record;
+    cur        record;
+    v_pid      bigint := NULL;
+    v_have     boolean := false;
+    v_done     boolean[];
+    v_dirty    boolean := false;
+    v_pos      integer;
+    v_rec      record;
+    v_keep_dlq boolean;
 BEGIN
     FOR it IN
         SELECT u.i::integer AS i, u.txn, coalesce(nullif(u.st, ''), 'completed') AS st, u.lease, u.err,
@@ -391,14 +398,16 @@ BEGIN
         END IF;
         IF v_pid IS DISTINCT FROM it.part_id THEN
             IF v_dirty THEN
-                PERFORM queen.cursor_advance_v1(v_pid, p_group);
+                PERFORM queen.cursor_settle_v1(v_pid, p_group, v_done);
             END IF;
             v_pid := it.part_id;
             v_dirty := false;
-            PERFORM 1 FROM queen.cursors x WHERE x.partition_id = v_pid AND x.consumer_group = p_group FOR UPDATE;
+            SELECT * INTO cur FROM queen.cursors x
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group FOR UPDATE;
+            v_have := FOUND;
+            v_done := CASE WHEN v_have THEN cur.lease_done END;
         END IF;
-        SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
-        IF NOT FOUND THEN
+        IF NOT v_have THEN
             RETURN QUERY SELECT it.i, false, 'Message not found'::text, it.q_name, it.part_name, false, false;
             CONTINUE;
         END IF;
@@ -413,12 +422,12 @@ BEGIN
         END IF;
         v_dirty := true;
         IF it.st IN ('completed', 'success') THEN
-            UPDATE queen.cursors x SET lease_done[v_pos] = true
-             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            v_done[v_pos] := true;
             RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, false;
         ELSIF it.st = 'retry' THEN
             UPDATE queen.cursors x SET lease_id = NULL, lease_expires_at = NULL
-             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+             WHERE x.partition_id = v_pid AND x.consumer_group = p_group
+             RETURNING * INTO cur;
             RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
         ELSIF it.st = 'failed' AND (cur.retry_count < coalesce((it.opts->>'retryLimit')::integer, 3)
                                     OR cur.lease_failed) THEN
@@ -428,34 +437,68 @@ BEGIN
                 UPDATE queen.cursors x SET retry_count = x.retry_count + 1, lease_failed = true, lease_id = NULL,
                        lease_expires_at = CASE WHEN coalesce((it.opts->>'retryDelay')::bigint, 0) > 0
                                                THEN v_now + (it.opts->>'retryDelay')::bigint * 1000 END
-                 WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+                 WHERE x.partition_id = v_pid AND x.consumer_group = p_group
+                 RETURNING * INTO cur;
             END IF;
             RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, true, false;
-        ELSIF it.st IN ('failed', 'dlq')
-              AND (NOT coalesce((it.opts->>'deadLetterQueue')::boolean, true)
-                   OR (it.st = 'failed' AND NOT coalesce((it.opts->>'dlqAfterMaxRetries')::boolean, true))) THEN
-            -- the queue keeps no dead letters (deadLetterQueue false), or not for exhausted
-            -- retries (dlqAfterMaxRetries false): the record is dropped and the partition moves on
-            UPDATE queen.cursors x SET lease_done[v_pos] = true
-             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
-            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, false;
         ELSIF it.st IN ('failed', 'dlq') THEN
-            SELECT r.ts, r.rec INTO v_rec FROM queen.record_at_v1(v_pid, cur.lease_start + v_pos - 1) r;
-            INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, off, txn_id, ts, error,
-                                            retry_count, record)
-            VALUES (it.q_id, v_pid, p_group, cur.lease_start + v_pos - 1, it.txn, coalesce(v_rec.ts, 0),
-                    coalesce(nullif(it.err, ''), CASE WHEN it.st = 'dlq' THEN 'Moved to the dead letters'
-                                                     ELSE 'Retries exhausted' END),
-                    cur.retry_count, v_rec.rec);
-            UPDATE queen.cursors x SET lease_done[v_pos] = true
-             WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
-            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, true;
+            -- a queue that keeps no dead letters (deadLetterQueue false), or none for exhausted
+            -- retries (dlqAfterMaxRetries false), drops the record; the partition moves on either way
+            v_keep_dlq := coalesce((it.opts->>'deadLetterQueue')::boolean, true)
+                          AND (it.st = 'dlq' OR coalesce((it.opts->>'dlqAfterMaxRetries')::boolean, true));
+            IF v_keep_dlq THEN
+                SELECT r.ts, r.rec INTO v_rec FROM queen.record_at_v1(v_pid, cur.lease_start + v_pos - 1) r;
+                INSERT INTO queen.dead_letters (queue_id, partition_id, consumer_group, off, txn_id, ts, error,
+                                                retry_count, record)
+                VALUES (it.q_id, v_pid, p_group, cur.lease_start + v_pos - 1, it.txn, coalesce(v_rec.ts, 0),
+                        coalesce(nullif(it.err, ''), CASE WHEN it.st = 'dlq' THEN 'Moved to the dead letters'
+                                                         ELSE 'Retries exhausted' END),
+                        cur.retry_count, v_rec.rec);
+            END IF;
+            v_done[v_pos] := true;
+            RETURN QUERY SELECT it.i, true, NULL::text, it.q_name, it.part_name, false, v_keep_dlq;
         ELSE
             RETURN QUERY SELECT it.i, false, ('Unknown status: ' || it.st)::text, it.q_name, it.part_name, false, false;
         END IF;
     END LOOP;
     IF v_dirty THEN
-        PERFORM queen.cursor_advance_v1(v_pid, p_group);
+        PERFORM queen.cursor_settle_v1(v_pid, p_group, v_done);
+    END IF;
+END
+$$;
+
+-- cursor_settle_v1: stores a lease's done flags and moves the cursor over their done prefix,
+-- in one write. A lease all done is released and the retry count starts again.
+CREATE FUNCTION queen.cursor_settle_v1(p_pid bigint, p_group text, p_done boolean[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    cur record;
+    n integer;
+    k integer;
+    v_next bigint;
+BEGIN
+    SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
+    IF NOT FOUND OR p_done IS NULL OR cur.lease_start IS NULL THEN
+        RETURN;
+    END IF;
+    n := cardinality(p_done);
+    k := greatest(cur.next_offset - cur.lease_start, 0)::integer;
+    WHILE k < n AND p_done[k + 1] LOOP
+        k := k + 1;
+    END LOOP;
+    v_next := greatest(cur.lease_start + k, cur.next_offset);
+    IF k = n THEN
+        UPDATE queen.cursors x
+           SET next_offset = v_next, total_consumed = x.total_consumed + (v_next - cur.next_offset),
+               last_consumed_at = now(), lease_id = NULL, lease_expires_at = NULL, lease_start = NULL,
+               lease_end = NULL, lease_txns = NULL, lease_done = NULL, lease_failed = false, retry_count = 0
+         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
+    ELSE
+        UPDATE queen.cursors x
+           SET lease_done = p_done, next_offset = v_next,
+               total_consumed = x.total_consumed + (v_next - cur.next_offset),
+               last_consumed_at = CASE WHEN v_next > cur.next_offset THEN now() ELSE x.last_consumed_at END
+         WHERE x.partition_id = p_pid AND x.consumer_group = p_group;
     END IF;
 END
 $$;
@@ -502,8 +545,11 @@ BEGIN
          ORDER BY coalesce((x.options->>'priority')::integer, 0) DESC, random()
     LOOP
         FOR r IN SELECT * FROM queen.pop_v1(p_tenant, q.name, NULL, p_group, p_batch, p_auto_ack, p_sub_mode,
-                                            p_sub_from, p_max_partitions, p_lease_ids, p_lease_seconds, false) LOOP
-            IF r.kind = 2 THEN
+                                            p_sub_from, p_max_partitions, p_lease_ids, p_lease_seconds, false,
+                                            NULL) LOOP
+            IF r.kind = 4 THEN
+                CONTINUE;
+            ELSIF r.kind = 2 THEN
                 IF r.c IS NOT NULL THEN
                     v_retry := least(coalesce(v_retry, r.c), r.c);
                 END IF;
