@@ -202,6 +202,8 @@ static const cfg_opt broker_rows[] = {
      "It is the most records one group commit carries"},
     {"QUEEN_PUSH_MAX_INFLIGHT", NULL, CFG_INT, OFF(push_max_inflight), 4, 1, 64, NULL, NULL, 0,
      "It is how many push transactions this node keeps in flight at once"},
+    {"QUEEN_TIMER_FIRE_BATCH", NULL, CFG_INT, OFF(timer_fire_batch), 1000, 1, 10000, NULL, NULL, 0,
+     "It is the most timers one firing transaction takes"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
 };
