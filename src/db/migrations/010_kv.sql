@@ -74,14 +74,21 @@ BEGIN
     IF n = 0 THEN
         RETURN;
     END IF;
-    SELECT array_agg(d.ns ORDER BY d.ns COLLATE "C", d.k COLLATE "C"),
-           array_agg(d.k ORDER BY d.ns COLLATE "C", d.k COLLATE "C")
-      INTO k_ns, k_key
-      FROM (SELECT DISTINCT u.ns, u.k FROM unnest(p_ns, p_key) AS u(ns, k)) d;
+    IF n = 1 THEN
+        -- one op (every single-op route): one key, nothing to sort
+        k_ns := p_ns;
+        k_key := p_key;
+        op_slot := ARRAY[1];
+    ELSE
+        SELECT array_agg(d.ns ORDER BY d.ns COLLATE "C", d.k COLLATE "C"),
+               array_agg(d.k ORDER BY d.ns COLLATE "C", d.k COLLATE "C")
+          INTO k_ns, k_key
+          FROM (SELECT DISTINCT u.ns, u.k FROM unnest(p_ns, p_key) AS u(ns, k)) d;
+        SELECT array_agg(s.i ORDER BY o.i) INTO op_slot
+          FROM unnest(p_ns, p_key) WITH ORDINALITY AS o(ns, k, i)
+          JOIN unnest(k_ns, k_key) WITH ORDINALITY AS s(ns, k, i) ON s.ns = o.ns AND s.k = o.k;
+    END IF;
     m := cardinality(k_ns);
-    SELECT array_agg(s.i ORDER BY o.i) INTO op_slot
-      FROM unnest(p_ns, p_key) WITH ORDINALITY AS o(ns, k, i)
-      JOIN unnest(k_ns, k_key) WITH ORDINALITY AS s(ns, k, i) ON s.ns = o.ns AND s.k = o.k;
     s_live := array_fill(false, ARRAY[m]);
     s_ver := array_fill(NULL::bigint, ARRAY[m]);
     s_val := array_fill(NULL::text, ARRAY[m]);
