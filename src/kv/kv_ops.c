@@ -227,7 +227,8 @@ int kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, aren
             buf_init(&nb, 256);
             json_str_decode(d, k, &nb);
             snprintf(err, errlen, "unknown field \"%.*s\" (fields: op, namespace, key, value, ttlMs, ifVersion, "
-                                  "ifAbsent, by, max)", (int)MIN(nb.len, 64), nb.data ? nb.data : "");
+                                  "ifAbsent, by, max)", (int)utf8_cut(nb.data ? nb.data : "", nb.len, 64),
+                     nb.data ? nb.data : "");
             buf_free(&nb);
             return -1;
         }
@@ -386,7 +387,8 @@ int kv_parse_batch(const json_doc *d, arena *ar, kv_op **ops, int *n, char *err,
 /* namespace/key for messages, cut so a message stays readable */
 static void put_name(buf *b, const kv_op *op)
 {
-    buf_printf(b, "%.*s/%.*s", (int)MIN(op->ns_len, 80), op->ns, (int)MIN(op->key_len, 160), op->key);
+    buf_printf(b, "%.*s/%.*s", (int)utf8_cut(op->ns, op->ns_len, 80), op->ns, (int)utf8_cut(op->key, op->key_len, 160),
+               op->key);
 }
 
 void kv_fail_message(const kv_op *ops, const kv_outcome *o, buf *out)

@@ -61,7 +61,7 @@ int timer_parse(const json_doc *d, int obj, arena *ar, timer_spec *out, char *er
             snprintf(err, errlen,
                      "unknown field \"%.*s\" (fields: queue, partition, payload, fireAt, delayMs, transactionId, "
                      "traceId)",
-                     (int)MIN(nb.len, 64), nb.data ? nb.data : "");
+                     (int)utf8_cut(nb.data ? nb.data : "", nb.len, 64), nb.data ? nb.data : "");
             buf_free(&nb);
             return -1;
         }

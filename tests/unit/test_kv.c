@@ -342,6 +342,35 @@ static void test_fail_messages(void **state)
         assert_string_not_equal(kv_fail_reason((enum kv_fail)f), "unknown");
 }
 
+/* A long name is cut in messages, never inside a UTF-8 character (found by fuzz_kv: the 409
+ * body was not valid UTF-8). */
+static void test_messages_cut_at_characters(void **state)
+{
+    (void)state;
+    assert_int_equal(utf8_cut("abc", 3, 10), 3);
+    assert_int_equal(utf8_cut("ab\xc3\xa9", 4, 3), 2);
+    assert_int_equal(utf8_cut("ab\xc3\xa9", 4, 4), 4);
+    assert_int_equal(utf8_cut("\xf0\x9f\x98\x80x", 5, 3), 0);
+    assert_int_equal(utf8_cut("\xf0\x9f\x98\x80x", 5, 4), 4);
+    char ns[100];
+    memset(ns, 'a', 79);
+    memcpy(ns + 79, "\xc3\xa9zz", 5); /* the é straddles the 80-byte cut */
+    kv_op op = kv_op_put_if_version(ns, "k", "1", 0, 5);
+    kv_outcome o = failed(KV_FAIL_VERSION, 0, 6, NULL);
+    buf b;
+    buf_init(&b, 0);
+    kv_fail_json(&b, &op, &o);
+    assert_int_equal(utf8_valid((const uint8_t *)b.data, b.len), 0);
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(json_parse(&d, b.data, b.len, NULL), 0);
+    json_doc_free(&d);
+    char want[100];
+    snprintf(want, sizeof want, "(put %.79s/k)", ns); /* the 79 a's, without the cut é */
+    assert_non_null(strstr(buf_cstr(&b), want));
+    buf_free(&b);
+}
+
 static void test_result_json(void **state)
 {
     (void)state;
@@ -417,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_constructors),   cmocka_unit_test(test_parse_batch_ok),
         cmocka_unit_test(test_parse_batch_errors), cmocka_unit_test(test_batch_size_bound),
         cmocka_unit_test(test_parse_single),   cmocka_unit_test(test_fail_messages),
+        cmocka_unit_test(test_messages_cut_at_characters),
         cmocka_unit_test(test_result_json),    cmocka_unit_test(test_like_prefix),
         cmocka_unit_test(test_batch_params),
     };
