@@ -196,23 +196,18 @@ static void on_listed(db_req *d)
         return;
     }
     int rows = PQntuples(res);
-    int more = rows > c->limit;
-    if (more)
+    int64_t total = rows ? db_get_i64(res, 0, 8) : 0;
+    if (rows > c->limit)
         rows = (int)c->limit;
+    int more = total > rows;
     buf b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"timers\":[");
     int shown = 0;
     for (int i = 0; i < rows; i++) {
-        if (shown && b.len + (size_t)PQgetlength(res, i, 7) > TIMER_ANSWER_MAX_BYTES) {
-            more = 1;
-            break;
-        }
-        size_t mark = b.len;
         if (shown)
             buf_putc(&b, ',');
         if (timer_row_json(&b, res, i) < 0) {
-            b.len = mark;
             buf_free(&b);
             http_respond_error(r, 500, "the stored record of a timer could not be decoded");
             db_req_clear(d);

@@ -46,8 +46,9 @@ typedef struct db_pool db_pool;
 /* Ten years: anything longer means "forever" and should be sent without a TTL. */
 #define KV_TTL_MAX_MS 315360000000LL
 #define KV_LIST_LIMIT_MAX 1000
-/* A listing or batch answer stops growing past this (a listing says "more"; a batch whose
- * gets would pass it is refused), whatever the stored values add up to. */
+/* A listing or batch answer carries at most this many bytes of values, whatever the stored
+ * values add up to: a listing stops and says "more"; a batch whose gets would pass it fails
+ * (SQLSTATE 54000, answered 400). Enforced in the SQL, so the database never sends more. */
 #define KV_ANSWER_MAX_BYTES (64u << 20)
 
 enum kv_kind { KV_GET = 0, KV_PUT = 1, KV_DELETE = 2, KV_INCR = 3 };
@@ -175,8 +176,10 @@ extern const char KV_GET_SQL[];
 void kv_get_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *key, size_t key_len,
                    kv_params *p);
 
-/* Listing live keys of a namespace in key order: key, value, version, expires_at. Asks for
- * limit + 1 rows so the caller can tell there are more. */
+/* Listing live keys of a namespace in key order: key, value, version, expires_at, total. At
+ * most limit rows and about KV_ANSWER_MAX_BYTES of values come back (at least one row); `total`
+ * (same in every row) is how many rows the limit + 1 took: more keys follow when total exceeds
+ * the rows the caller shows. */
 extern const char KV_LIST_SQL[];
 void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *prefix, size_t prefix_len,
                     const char *after, size_t after_len, int64_t limit, kv_params *p);

@@ -600,12 +600,18 @@ void kv_get_params(const uint8_t tenant[16], const char *ns, size_t ns_len, cons
 }
 
 /* LIKE with a constant prefix on a "C"-collated column becomes an index range (the statement
- * is planned with its parameter values), so a prefix listing reads only its own keys. */
+ * is planned with its parameter values), so a prefix listing reads only its own keys. The
+ * innermost query takes limit + 1 rows; the outer ones drop the rows past $6 bytes of values
+ * (always keeping the first), so the database never sends a gigabyte of documents, and report
+ * how many rows the limit took (total > rows returned: there is more). */
 const char KV_LIST_SQL[] =
-    "SELECT x.key, x.value, x.version, x.expires_at FROM queen.kv x "
-    "WHERE x.tenant_id = $1::uuid AND x.namespace = $2::text AND x.key > $3::text AND x.key LIKE $4::text "
-    "AND (x.expires_at IS NULL OR x.expires_at > queen.now_us()) "
-    "ORDER BY x.key LIMIT $5::int8";
+    "SELECT y.key, y.value, y.version, y.expires_at, y.total FROM ("
+    " SELECT x.*, sum(octet_length(x.value)) OVER (ORDER BY x.key) AS cum, count(*) OVER () AS total FROM ("
+    "  SELECT k.key, k.value, k.version, k.expires_at FROM queen.kv k "
+    "  WHERE k.tenant_id = $1::uuid AND k.namespace = $2::text AND k.key > $3::text AND k.key LIKE $4::text "
+    "  AND (k.expires_at IS NULL OR k.expires_at > queen.now_us()) "
+    "  ORDER BY k.key LIMIT $5::int8) x) y "
+    "WHERE y.cum - octet_length(y.value) < $6::int8 ORDER BY y.key";
 
 void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *prefix, size_t prefix_len,
                     const char *after, size_t after_len, int64_t limit, kv_params *p)
@@ -618,4 +624,5 @@ void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, con
     p_text(p, after ? after : "", after ? after_len : 0);
     p_text(p, p->like.data, p->like.len);
     p_i64(p, limit + 1);
+    p_i64(p, KV_ANSWER_MAX_BYTES);
 }

@@ -328,9 +328,15 @@ void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int 
 
 const char TIMER_GET_SQL[] = "SELECT " TIMER_COLS "FROM queen.log_timers x WHERE x.tenant_id = $1::uuid AND x.id = $2::uuid";
 
-const char TIMER_LIST_SQL[] = "SELECT " TIMER_COLS "FROM queen.log_timers x "
-                              "WHERE x.tenant_id = $1::uuid AND ($2::text IS NULL OR x.queue = $2::text) "
-                              "AND x.id > $3::uuid ORDER BY x.id LIMIT $4::int8";
+/* The innermost query takes limit + 1 rows; the outer ones drop the rows past $5 bytes of
+ * records (always keeping the first) and report how many the limit took (`total`). */
+const char TIMER_LIST_SQL[] =
+    "SELECT y.id, y.queue, y.partition, y.fire_at, y.txn_id, y.trace_id, y.created_at, y.seg, y.total FROM ("
+    " SELECT x.*, sum(octet_length(x.seg)) OVER (ORDER BY x.id) AS cum, count(*) OVER () AS total FROM ("
+    "  SELECT " TIMER_COLS "AS seg FROM queen.log_timers x "
+    "  WHERE x.tenant_id = $1::uuid AND ($2::text IS NULL OR x.queue = $2::text) "
+    "  AND x.id > $3::uuid ORDER BY x.id LIMIT $4::int8) x) y "
+    "WHERE y.cum - octet_length(y.seg) < $5::int8 ORDER BY y.id";
 
 const char TIMER_CANCEL_SQL[] =
     "DELETE FROM queen.log_timers x WHERE x.tenant_id = $1::uuid AND x.id = $2::uuid RETURNING x.id";
@@ -356,4 +362,5 @@ void timer_list_params(const uint8_t tenant[16], const char *queue, size_t queue
         p_bin(p, NULL, 0);
     p_uuid(p, after->b);
     p_i64(p, limit + 1);
+    p_i64(p, TIMER_ANSWER_MAX_BYTES);
 }

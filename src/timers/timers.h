@@ -45,7 +45,7 @@ typedef struct db_pool db_pool;
 #define TIMER_FIRE_AT_MIN_US 1000000000000000LL
 #define TIMER_FIRE_AT_MAX_US 253402300799999999LL
 #define TIMER_LIST_LIMIT_MAX 1000
-/* A listing stops adding timers once its answer is this large (and says "more"). */
+/* A listing carries at most this many bytes of records (and says "more"); enforced in the SQL. */
 #define TIMER_ANSWER_MAX_BYTES (16u << 20)
 
 /* One timer to create. Strings are borrowed (arena of the request). */
@@ -93,9 +93,11 @@ extern const char TIMER_CREATE_SQL[];
 void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int n, const char *producer,
                          size_t producer_len, timer_params *p);
 
-/* One timer / a page of a tenant's timers (optionally of one queue) in id order, limit + 1
- * rows: id, queue, partition, fire_at, txn_id, trace_id, created_at, segment (the record
- * behind a version byte). Binary results. */
+/* One timer / a page of a tenant's timers (optionally of one queue) in id order: id, queue,
+ * partition, fire_at, txn_id, trace_id, created_at, segment (the record behind a version
+ * byte); the list adds `total`, how many rows its limit + 1 took, and stops after about
+ * TIMER_ANSWER_MAX_BYTES of records (at least one row): more follow when total exceeds the
+ * rows shown. Binary results. */
 extern const char TIMER_GET_SQL[];
 extern const char TIMER_LIST_SQL[];
 void timer_get_params(const uint8_t tenant[16], const uuid *id, timer_params *p);

@@ -391,6 +391,30 @@ describe('bad input', () => {
     assert.equal(ok.json.results.length, 1000);
   });
 
+  test('answers carry at most 64 MiB of values: a listing pages, a batch is refused', async () => {
+    const doc = `"${'v'.repeat((1 << 20) - 100)}"`;
+    for (let i = 0; i < 66; i++) {
+      const w = await put('huge', `k${String(i).padStart(2, '0')}`, `{"value":${doc}}`);
+      assert.equal(w.status, 200, w.text);
+    }
+    // 64 MiB of these values is 64 keys and a bit: the 65th starts past the bound
+    const l1 = await get(node.url, '/api/v1/kv/huge?limit=1000');
+    assert.equal(l1.status, 200);
+    assert.equal(l1.json.keys.length, 65);
+    assert.equal(l1.json.more, true);
+    const l2 = await get(node.url, `/api/v1/kv/huge?limit=1000&after=${l1.json.after}`);
+    assert.equal(l2.json.keys.length, 1);
+    assert.equal(l2.json.more, false);
+    const ops = (n) => Array.from({ length: n }, (_, i) => ({ op: 'get', key: `k${String(i).padStart(2, '0')}` }));
+    const ok = await batch({ namespace: 'huge', ops: ops(64) });
+    assert.equal(ok.status, 200);
+    const tooBig = await batch({ namespace: 'huge', ops: ops(65) });
+    assert.equal(tooBig.status, 400, tooBig.text.slice(0, 300));
+    assert.match(tooBig.json.error, /more than 67108864 bytes of values; split the batch/);
+    const drop = await batch({ namespace: 'huge', ops: [...ops(66).map((o) => ({ ...o, op: 'delete' }))] });
+    assert.equal(drop.status, 200);
+  });
+
   test('nothing was stored by the bad requests', async () => {
     assert.equal((await read('ns', 'k')).status, 404);
     assert.equal(pg.psql("SELECT count(*) FROM queen.kv WHERE namespace IN ('ns', 'n')"), '0');

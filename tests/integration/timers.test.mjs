@@ -101,6 +101,25 @@ describe('two nodes on one database', () => {
     for (const t of more.json) assert.equal((await api(a.url, 'DELETE', `/api/v1/timers/${t.timerId}`)).status, 200);
   });
 
+  test('a listing carries at most 16 MiB of records and pages the rest', async () => {
+    const payload = `"${'p'.repeat((4 << 20) - 2)}"`; // the largest payload a timer takes
+    const items = Array.from({ length: 5 }, () => `{"queue":"bulky","delayMs":600000,"payload":${payload}}`);
+    const c = await post(a.url, '/api/v1/timers', `{"items":[${items.join(',')}]}`);
+    assert.equal(c.status, 201, c.text.slice(0, 300));
+    const tooBig = await post(a.url, '/api/v1/timers', `{"queue":"bulky","delayMs":1,"payload":"${'p'.repeat(4 << 20)}"}`);
+    assert.equal(tooBig.status, 400);
+    assert.equal(tooBig.json.error, "payload is 4194306 bytes; a timer's payload may have at most 4194304");
+    const l1 = await get(a.url, '/api/v1/timers?queue=bulky');
+    assert.equal(l1.status, 200);
+    assert.equal(l1.json.timers.length, 4);
+    assert.equal(l1.json.more, true);
+    assert.equal(l1.json.timers[0].payload.length, (4 << 20) - 2);
+    const l2 = await get(a.url, `/api/v1/timers?queue=bulky&after=${l1.json.after}`);
+    assert.equal(l2.json.timers.length, 1);
+    assert.equal(l2.json.more, false);
+    for (const t of c.json) assert.equal((await api(a.url, 'DELETE', `/api/v1/timers/${t.timerId}`)).status, 200);
+  });
+
   test('cancel prevents firing', async () => {
     const c = await post(a.url, '/api/v1/timers', { queue: 'cancelled', delayMs: 1500, payload: 'never', transactionId: 'cx' });
     assert.equal(c.status, 201);

@@ -37,6 +37,7 @@ CREATE INDEX kv_expires_at ON queen.kv (expires_at) WHERE expires_at IS NOT NULL
 -- o_status: 0 ok, 1 version mismatch, 2 exists (absence required), 3 absent (version
 -- required), 4 incr would pass max, 5 incr on a value that is not an integer, 6 incr overflow.
 -- o_flag: get found / put, incr created / delete deleted; on failure whether the key is live.
+-- A batch whose answer would carry more than 64 MiB of values fails with SQLSTATE 54000.
 CREATE FUNCTION queen.kv_batch_v1(
     p_tenant uuid, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect int[],
     p_version bigint[], p_ttl_ms bigint[], p_by bigint[], p_max bigint[])
@@ -70,6 +71,7 @@ DECLARE
     v_exp    bigint;
     v_cur    numeric;
     v_next   numeric;
+    v_answer bigint := 0;
 BEGIN
     IF n = 0 THEN
         RETURN;
@@ -195,6 +197,13 @@ BEGIN
         IF f_code <> 0 THEN
             f_idx := i;
             EXIT;
+        END IF;
+        -- the values this answer carries are bounded (kv.h KV_ANSWER_MAX_BYTES): 1000 gets of
+        -- 1 MiB values would otherwise be a gigabyte held by both ends
+        v_answer := v_answer + coalesce(octet_length(r_val[i]), 0);
+        IF v_answer > 67108864 THEN
+            RAISE EXCEPTION 'the answer of this batch would carry more than 67108864 bytes of values; split the batch'
+                USING ERRCODE = '54000';
         END IF;
     END LOOP;
 
