@@ -431,11 +431,12 @@ static void test_batch_params(void **state)
     kv_params_free(&p);
 
     kv_list_params(tenant, "ns", 2, "s3:", 3, NULL, 0, 10, &p);
-    assert_int_equal(p.n, 5);
+    assert_int_equal(p.n, 6);
     assert_int_equal(p.lengths[3], 4);
     assert_memory_equal(p.values[3], "s3:%", 4);
     assert_int_equal(p.lengths[2], 0);
     assert_int_equal((int64_t)be_get64((const uint8_t *)p.values[4]), 11);
+    assert_int_equal((int64_t)be_get64((const uint8_t *)p.values[5]), KV_ANSWER_MAX_BYTES);
     kv_params_free(&p);
 }
 
