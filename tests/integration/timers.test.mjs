@@ -238,13 +238,15 @@ describe('nodes that stop', () => {
 
   test('a timer due while no node runs fires when one starts', async () => {
     const a = await startQueen({ env: { QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: 'a' } });
-    const c = await post(a.url, '/api/v1/timers', { queue: 'offline', delayMs: 1500, payload: 'late', transactionId: 'off-1' });
+    const c = await post(a.url, '/api/v1/timers', { queue: 'offline', delayMs: 600000, payload: 'late', transactionId: 'off-1' });
     assert.equal(c.status, 201);
     await a.stop();
     rmrf(a.data);
-    await sleep(2500);
-    // due, and nobody fired it
-    assert.equal(pg.psql(`SELECT count(*) FROM queen.log_timers WHERE fire_at < queen.now_us()`), '1');
+    // with every node down, the timer falls due (moved on the database's clock, so no race
+    // with how long the node took to stop)
+    pg.psql(`UPDATE queen.log_timers SET fire_at = queen.now_us() - 1000000 WHERE id = '${c.json.timerId}'`);
+    await sleep(1000);
+    assert.equal(pg.psql('SELECT count(*) FROM queen.log_timers WHERE fire_at < queen.now_us()'), '1');
     const b = await startQueen({ env: { QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: 'b' } });
     try {
       const recs = await waitRecords(b, 'offline', 1, 15000);
@@ -265,7 +267,9 @@ describe('nodes that stop', () => {
     const txns = [];
     let b = null;
     try {
-      const fireAt = (Date.now() + 3000) * 1000;
+      // created far in the future, then all made due at once on the database's clock: how
+      // long the creation took under load cannot let node a finish before the kill
+      const fireAt = (Date.now() + 3600e3) * 1000;
       for (let s = 0; s < N; s += 500) {
         const items = [];
         for (let i = s; i < s + 500; i++) {
@@ -275,6 +279,8 @@ describe('nodes that stop', () => {
         const r = await post(a.url, '/api/v1/timers', { items });
         assert.equal(r.status, 201, r.text);
       }
+      assert.equal(await metric(a, 'queen_timers_fired_total'), 0);
+      pg.psql("UPDATE queen.log_timers SET fire_at = queen.now_us() WHERE queue = 'killed'");
       // wait until a is firing, then kill it
       const deadline = Date.now() + 30000;
       let fired = 0;
