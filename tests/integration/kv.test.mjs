@@ -13,8 +13,11 @@ before(async () => {
   node = await startQueen({ env: { QUEEN_PG_URL: pg.url } });
 });
 after(async () => {
+  // a node that left early (crash or a stray signal) would otherwise only show as fetch errors
+  const early = node && node.exited;
   if (node) { await node.stop(); rmrf(node.data); }
   if (pg) pg.destroy();
+  if (early) throw new Error(`the node exited during the tests: ${JSON.stringify(early)}\n${node.log}`);
 });
 
 const put = (ns, key, body) => api(node.url, 'PUT', `/api/v1/kv/${encodeURIComponent(ns)}/${encodeURIComponent(key)}`, body);

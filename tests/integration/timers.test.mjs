@@ -50,8 +50,11 @@ describe('two nodes on one database', () => {
     b = await startQueen({ env: { QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: 'b' } });
   });
   after(async () => {
+    // a node that left early (crash or a stray signal) would otherwise only show as fetch errors
+    const early = [a, b].filter((n) => n && n.exited);
     for (const n of [a, b]) if (n) { await n.stop(); rmrf(n.data); }
     if (pg) pg.destroy();
+    for (const n of early) throw new Error(`a node exited during the tests: ${JSON.stringify(n.exited)}\n${n.log}`);
   });
 
   test('create, get, list with paging, cancel', async () => {
