@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench — push throughput and latency against a started broker, with a real load
+# make bench — push and KV throughput and latency against a started broker, with a real load
 # generator (wrk) and durable commits (the embedded PostgreSQL with its default fsync and
 # synchronous_commit). Usage:
 #   bench/run.sh [--url http://host:port] [--duration SECONDS] [--only NAME]
@@ -94,6 +94,30 @@ want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
+# The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic
+# batches (put, incr of one of 100 shared counters, get); every write is a durable commit.
+# ops/s counts the ops inside batches (5 ops per 3 requests).
+run_kv() {
+  local name=$1 conns=$2
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local seeds=1000 ops i
+  ops=""
+  for ((i = 0; i < seeds; i++)); do ops+="${ops:+,}{\"op\":\"put\",\"key\":\"seed-$i\",\"value\":{\"seed\":$i}}"; done
+  curl -sf -X POST "$url/api/v1/kv/batch" -H 'content-type: application/json' \
+    -d "{\"namespace\":\"bench\",\"ops\":[$ops]}" >/dev/null || { echo "seeding the KV keys failed" >&2; return 1; }
+  RUN="w$$" SEEDS=$seeds wrk -t1 -c"$conns" -d2s -s bench/kv.lua "$url" >/dev/null 2>&1 || true
+  local out line
+  out=$(RUN="m$$" SEEDS=$seeds wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/kv.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs kvops
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
+  printf '%-28s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+
+run_kv kv-putifabsent-get-batch 16
 
 echo
 if [ -n "$pid" ]; then

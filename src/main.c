@@ -2,7 +2,8 @@
  *
  * Boot: read the environment (a bad value prints the one FATAL line and exits 2), bring up the
  * database (the embedded cluster unless one is configured), apply migrations, then start the
- * loop: database pool, group commit, HTTP. SIGTERM/SIGINT: stop accepting, answer what is in
+ * loop: database pool, group commit, background jobs (dedup cleanup, KV reclaim, timer
+ * firing), HTTP. SIGTERM/SIGINT: stop accepting, answer what is in
  * flight (up to QUEEN_SHUTDOWN_TIMEOUT_MS), close the pool, stop the embedded cluster, exit 0. */
 #include <libpq-fe.h>
 #include <signal.h>
@@ -75,7 +76,10 @@ static void on_pool_closed(void *arg)
 static void on_drain_check(uv_timer_t *t)
 {
     app *a = t->data;
-    int busy = http_server_inflight(a->http) + pusher_inflight(a->push) + pusher_queued(a->push);
+    /* a firing round in flight is let finish: cutting it only rolls it back, but letting it
+     * commit saves the next node the work */
+    int busy = http_server_inflight(a->http) + pusher_inflight(a->push) + pusher_queued(a->push) +
+               timer_job_busy(a->timers);
     if (busy > 0 && mono_ms() < g_drain_deadline_ms)
         return;
     if (busy > 0)
@@ -103,6 +107,8 @@ static void on_signal(uv_signal_t *h, int sig)
     /* parked long-polls answer now (empty), so the drain does not wait out their timeouts */
     waitq_close(a->wq);
     notifier_stop(a->notify);
+    kv_reaper_stop(a->kvr);
+    timer_job_stop(a->timers);
     g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
     uv_timer_start(&g_drain, on_drain_check, 0, 10);
 }
@@ -159,6 +165,8 @@ int main(void)
     a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
                              cfg.db_connect_timeout_ms);
     pusher_on_commit(a->push, on_pushed, a);
+    a->kvr = kv_reaper_new(a->loop, a->db, &a->kvm);
+    a->timers = timer_job_new(a->loop, a->db, cfg.dedup_window_s, cfg.timer_fire_batch);
     http_server_opts ho = {
         .host = cfg.host,
         .port = (int)cfg.port,
@@ -189,6 +197,8 @@ int main(void)
      * cannot dispose of a context with live connections. The process exits next. */
     pusher_free(a->push);
     a->push = NULL;
+    kv_reaper_free(a->kvr);
+    timer_job_free(a->timers);
     if (a->emb) {
         embedded_stop(a->emb);
         embedded_free(a->emb);
@@ -198,6 +208,9 @@ int main(void)
     return 0;
 
 fail_loop:
+    maint_stop(a->maint);
+    kv_reaper_stop(a->kvr);
+    timer_job_stop(a->timers);
     db_pool_close(a->db, on_pool_closed, a);
     uv_run(a->loop, UV_RUN_DEFAULT);
 fail:

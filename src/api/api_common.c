@@ -1,4 +1,6 @@
 /* api_common.c — route table and the helpers every handler shares. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
@@ -24,6 +26,19 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/ack/batch", api_ack_batch, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/transaction", api_transaction, ACCESS_READ_WRITE);
+    /* KV store (docs/http-api.md#kv-store) */
+    http_route(s, "POST", "/api/v1/kv/batch", api_kv_batch, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/kv/:namespace", api_kv_list, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/kv/:namespace/:key", api_kv_get, ACCESS_READ_ONLY);
+    http_route(s, "PUT", "/api/v1/kv/:namespace/:key", api_kv_put, ACCESS_READ_WRITE);
+    http_route(s, "DELETE", "/api/v1/kv/:namespace/:key", api_kv_delete, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/kv/:namespace/:key/putIfAbsent", api_kv_put_if_absent, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/kv/:namespace/:key/incr", api_kv_incr, ACCESS_READ_WRITE);
+    /* timers (docs/http-api.md#timers) */
+    http_route(s, "POST", "/api/v1/timers", api_timer_create, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/timers", api_timer_list, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/timers/:id", api_timer_get, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/api/v1/timers/:id", api_timer_cancel, ACCESS_READ_WRITE);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
@@ -80,4 +95,34 @@ int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64
         return -1;
     *out = v;
     return 1;
+}
+
+int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out)
+{
+    const char *v = http_query(r, name);
+    if (!v || !*v)
+        return 0;
+    const char *p = v;
+    if (*p == '-')
+        p++;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (const char *q = p; *q; q++)
+        if (*q < '0' || *q > '9')
+            return -1;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 1;
+}
+
+void api_respond_db_error(http_req *r, const db_req *d)
+{
+    if (d->err == DB_SQL)
+        http_respond_error(r, 500, "database error: %s", d->errmsg);
+    else
+        http_respond_error(r, 503, "%s", d->errmsg[0] ? d->errmsg : "database unavailable");
 }

@@ -159,6 +159,42 @@ static uint64_t rss_bytes(void)
     return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+static void render_kv_timer_metrics(app *a, buf *b)
+{
+    char lab[64];
+    metric_help(b, "queen_kv_ops_total", "counter", "KV operations that succeeded, by op");
+    for (int i = 0; i < 5; i++) {
+        snprintf(lab, sizeof lab, "op=\"%s\"", KV_METRIC_OP_NAMES[i]);
+        metric_u64(b, "queen_kv_ops_total", lab, mc_get(&a->kvm.ops[i]));
+    }
+    metric_help(b, "queen_kv_batches_total", "counter", "KV writes and batches that ran (single-op routes included)");
+    metric_u64(b, "queen_kv_batches_total", NULL, mc_get(&a->kvm.batches));
+    metric_help(b, "queen_kv_precondition_failed_total", "counter",
+                "KV batches refused and rolled back, by reason (max_exceeded = an incr past its max)");
+    for (int f = 1; f < KV_FAIL_COUNT; f++) {
+        snprintf(lab, sizeof lab, "reason=\"%s\"", kv_fail_reason((enum kv_fail)f));
+        metric_u64(b, "queen_kv_precondition_failed_total", lab, mc_get(&a->kvm.failed[f]));
+    }
+    metric_help(b, "queen_kv_expired_reclaimed_total", "counter", "Expired KV keys deleted by this node");
+    metric_u64(b, "queen_kv_expired_reclaimed_total", NULL, mc_get(&a->kvm.reclaimed));
+    timer_metrics *tm = timer_job_metrics(a->timers);
+    metric_help(b, "queen_timers_created_total", "counter", "Timers accepted by this node");
+    metric_u64(b, "queen_timers_created_total", NULL, mc_get(&tm->created));
+    metric_help(b, "queen_timers_cancelled_total", "counter", "Timers cancelled through this node");
+    metric_u64(b, "queen_timers_cancelled_total", NULL, mc_get(&tm->cancelled));
+    metric_help(b, "queen_timers_fired_total", "counter", "Timer records pushed by this node's firing rounds");
+    metric_u64(b, "queen_timers_fired_total", NULL, mc_get(&tm->fired));
+    metric_help(b, "queen_timers_duplicates_total", "counter",
+                "Timers whose producer transactionId had already been pushed (fired as duplicates, nothing stored)");
+    metric_u64(b, "queen_timers_duplicates_total", NULL, mc_get(&tm->duplicates));
+    metric_help(b, "queen_timer_rounds_total", "counter", "Firing rounds of this node that fired timers");
+    metric_u64(b, "queen_timer_rounds_total", NULL, mc_get(&tm->rounds));
+    metric_help(b, "queen_timer_round_failures_total", "counter", "Firing rounds that failed (rolled back)");
+    metric_u64(b, "queen_timer_round_failures_total", NULL, mc_get(&tm->round_failures));
+    metric_help(b, "queen_timer_fire_lag_seconds", "histogram", "Per firing round: the largest delay past fireAt");
+    metric_hist(b, "queen_timer_fire_lag_seconds", NULL, &tm->lag_seconds);
+}
+
 void api_metrics_prometheus(http_req *r)
 {
     app *a = r->app;
@@ -209,6 +245,7 @@ void api_metrics_prometheus(http_req *r)
     retention_render_metrics(a->retention, &b);
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
+    render_kv_timer_metrics(a, &b);
     db_pool_stats ps;
     db_pool_stats_get(a->db, &ps);
     metric_help(&b, "queen_db_up", "gauge", "1 when at least one database connection is ready");

@@ -11,9 +11,11 @@
 #include "db/embedded.h"
 #include "db/pg.h"
 #include "http/server.h"
+#include "kv/kv.h"
 #include "storage/maint.h"
 #include "storage/retention.h"
 #include "storage/push.h"
+#include "timers/timers.h"
 
 #define QUEEN_VERSION "0.2.0"
 
@@ -36,6 +38,9 @@ typedef struct app {
     retention *retention;
     waitq *wq;
     notifier *notify;
+    kv_metrics kvm;      /* KV counters (handlers and the reaper) */
+    kv_reaper *kvr;      /* deletes expired keys */
+    timer_job *timers;   /* fires due timers */
     embedded_pg *emb;    /* NULL with an external database */
     int64_t started_wall_us;
     uint64_t started_mono_us;
@@ -62,6 +67,17 @@ void api_pop_hint(const uint8_t tenant[16], const char *queue, size_t qlen, uint
 void api_ack(http_req *r);
 void api_ack_batch(http_req *r);
 void api_lease_extend(http_req *r);
+void api_kv_get(http_req *r);
+void api_kv_list(http_req *r);
+void api_kv_put(http_req *r);
+void api_kv_put_if_absent(http_req *r);
+void api_kv_delete(http_req *r);
+void api_kv_incr(http_req *r);
+void api_kv_batch(http_req *r);
+void api_timer_create(http_req *r);
+void api_timer_list(http_req *r);
+void api_timer_get(http_req *r);
+void api_timer_cancel(http_req *r);
 
 /* Shared request-body helpers: parse the body as a JSON object or answer 400 (the _or_respond
  * suffix: on -1 the client has been answered). */
@@ -74,5 +90,11 @@ int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, cons
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);
 void api_transaction(http_req *r);
+/* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
+ * integer in [lo, hi]. */
+int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
+/* Answers a failed database request: 500 for an SQL error, 503 when the database was
+ * unreachable or the connection was lost. */
+void api_respond_db_error(http_req *r, const db_req *d);
 
 #endif

@@ -215,6 +215,8 @@ static const cfg_opt broker_rows[] = {
      NULL, 0, "It is how often in milliseconds records past maxWaitTimeSeconds are deleted"},
     {"RETENTION_BATCH_SIZE", NULL, CFG_INT, OFF(retention_batch), 1000, 1, 1000000, NULL, NULL, 0,
      "It is how many segments one retention round deletes at most"},
+    {"QUEEN_TIMER_FIRE_BATCH", NULL, CFG_INT, OFF(timer_fire_batch), 1000, 1, 10000, NULL, NULL, 0,
+     "It is the most timers one firing transaction takes"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
 };

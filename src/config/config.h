@@ -60,6 +60,7 @@ typedef struct queen_config {
     int64_t dedup_window_s;
     int64_t push_max_batch;
     int64_t push_max_inflight;
+    int64_t timer_fire_batch;
     int64_t shutdown_timeout_ms;
     int64_t default_timeout_ms;
     int64_t retention_interval_ms;

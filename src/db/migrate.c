@@ -32,22 +32,37 @@ int migrate_apply(PGconn *c, char *err, size_t errlen)
     if (exec_ok(c, sql, err, errlen) < 0)
         return -1;
     int rc = -1;
+    int *applied = NULL;
     if (exec_ok(c,
                 "CREATE TABLE IF NOT EXISTS public.queen_schema_migrations ("
                 " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
                 err, errlen) < 0)
         goto out;
-    PGresult *r = PQexec(c, "SELECT coalesce(max(version), 0) FROM public.queen_schema_migrations");
+    /* Every migration whose version is not recorded yet is applied, not only those above the
+     * highest recorded one: versions are reserved per piece of work and can land out of order
+     * (010 before 003), and a database that already has 010 must still get 003. */
+    PGresult *r = PQexec(c, "SELECT version FROM public.queen_schema_migrations");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "%s", PQresultErrorMessage(r));
         PQclear(r);
         goto out;
     }
-    int have = atoi(PQgetvalue(r, 0, 0));
+    int napplied = PQntuples(r);
+    applied = calloc((size_t)napplied + 1, sizeof *applied);
+    if (!applied) {
+        PQclear(r);
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < napplied; i++)
+        applied[i] = atoi(PQgetvalue(r, i, 0));
     PQclear(r);
     for (unsigned i = 0; i < queen_migrations_count; i++) {
         const struct migration *m = &queen_migrations[i];
-        if (m->version <= have)
+        int have = 0;
+        for (int k = 0; k < napplied && !have; k++)
+            have = applied[k] == m->version;
+        if (have)
             continue;
         log_info("db", "applying migration %s", m->name);
         if (exec_ok(c, "BEGIN", err, errlen) < 0)
@@ -73,10 +88,10 @@ int migrate_apply(PGconn *c, char *err, size_t errlen)
         PQclear(r);
         if (!ok || exec_ok(c, "COMMIT", err, errlen) < 0)
             goto out;
-        have = m->version;
     }
     rc = 0;
 out:
+    free(applied);
     snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", (long long)MIGRATE_LOCK_KEY);
     char e3[128];
     exec_ok(c, sql, e3, sizeof e3);

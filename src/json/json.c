@@ -635,3 +635,14 @@ int jw_key(buf *b, const char *key)
     buf_puts(b, key);
     return buf_append(b, "\":", 2);
 }
+
+size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    size_t k = max;
+    /* back off over continuation bytes to the start of the character that would be cut */
+    while (k > 0 && ((uint8_t)s[k] & 0xC0) == 0x80)
+        k--;
+    return k;
+}

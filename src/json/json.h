@@ -84,5 +84,8 @@ int jw_key(buf *b, const char *key);            /* "key": (key is trusted ASCII)
 
 /* Validates UTF-8 (no overlongs, no surrogates, max U+10FFFF). 0 ok, -1 bad. */
 int utf8_valid(const uint8_t *p, size_t n);
+/* The length of the longest prefix of s[0..n) of at most max bytes that does not end inside a
+ * multi-byte character, for cutting names into messages without breaking their UTF-8. */
+size_t utf8_cut(const char *s, size_t n, size_t max);
 
 #endif

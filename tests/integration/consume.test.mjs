@@ -402,3 +402,28 @@ describe('namespace and task pops', () => {
     assert.equal(r.json.messages[0].queue, 'ns2.q');
   });
 });
+
+describe('timers and full queues', () => {
+  // Regression: push_v1 writes nothing for a full queue (kind 2); a firing round used to delete
+  // such timers as if they had fired.
+  test('a timer for a full queue waits until there is room, then fires once', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'tfull', options: { maxSize: 1 } });
+    await push([{ queue: 'tfull', payload: 'first' }]);
+    const t = await post(node.url, '/api/v1/timers', { queue: 'tfull', payload: 'later', delayMs: 0 });
+    assert.equal(t.status, 201, t.text);
+    await sleep(1500);
+    let f = await post(node.url, '/api/v1/fetch', { queue: 'tfull' });
+    assert.equal(f.json.records.length, 1, 'the timer fired into a full queue');
+    const still = await get(node.url, `/api/v1/timers/${t.json.timerId}`);
+    assert.equal(still.status, 200, 'the timer was dropped instead of waiting');
+    await post(node.url, '/api/v1/configure', { queue: 'tfull', options: { maxSize: 10 } });
+    const end = Date.now() + 5000;
+    for (;;) {
+      f = await post(node.url, '/api/v1/fetch', { queue: 'tfull' });
+      if (f.json.records.length === 2) break;
+      assert.ok(Date.now() < end, 'the timer did not fire after room was made');
+      await sleep(200);
+    }
+    assert.deepEqual(f.json.records.map((r) => r.payload), ['first', 'later']);
+  });
+});

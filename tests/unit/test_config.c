@@ -82,6 +82,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.dedup_window_s, 86400);
     assert_int_equal(c.push_max_batch, 10000);
     assert_int_equal(c.push_max_inflight, 4);
+    assert_int_equal(c.timer_fire_batch, 1000);
     assert_int_equal(c.shutdown_timeout_ms, 30000);
     config_free(&c);
     /* config_free leaves a zeroed struct; freeing twice is harmless */
@@ -163,6 +164,7 @@ static const int_row int_rows[] = {
     {"QUEEN_PUSH_MAX_BATCH", OFF(push_max_batch), 1, 1000000, "It is the most records one group commit carries"},
     {"QUEEN_PUSH_MAX_INFLIGHT", OFF(push_max_inflight), 1, 64,
      "It is how many push transactions this node keeps in flight at once"},
+    {"QUEEN_TIMER_FIRE_BATCH", OFF(timer_fire_batch), 1, 10000, "It is the most timers one firing transaction takes"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", OFF(shutdown_timeout_ms), 0, 600000,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
 };

@@ -1,0 +1,250 @@
+/* timer_job.c — the firing job every node runs, and the JSON of a stored timer.
+ *
+ * Scheduling. A round is one call of queen.timers_fire_v1 on the pool. After a round:
+ *  - it took as many timers as it may (more are due): the next round starts at once;
+ *  - a timer is due but was held by another node's round: look again in TIMER_CONTENDED_MS
+ *    (if that node dies, its transaction rolls back and the timers are ours to fire);
+ *  - the next timer is due within TIMER_IDLE_MAX_MS: sleep until then;
+ *  - otherwise sleep TIMER_IDLE_MAX_MS at most, backing off from TIMER_IDLE_MIN_MS while
+ *    nothing at all is scheduled.
+ * A timer created on this node kicks the job so it does not wait out a long sleep; timers
+ * created on other nodes are seen at the next poll, so one second bounds how late a timer
+ * fires when the node that accepted it has died. */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/log.h"
+#include "core/util.h"
+#include "db/pg.h"
+#include "storage/logread.h"
+#include "storage/record.h"
+#include "timers.h"
+
+#define TIMER_FIRST_ROUND_MS 200
+#define TIMER_CONTENDED_MS 100
+#define TIMER_IDLE_MIN_MS 250
+#define TIMER_IDLE_MAX_MS 1000
+#define TIMER_RETRY_MS 1000
+
+struct timer_job {
+    uv_timer_t timer;
+    uv_loop_t *loop;
+    db_pool *db;
+    db_req req;
+    int busy;
+    int stopping;
+    uint64_t due_ms;        /* uv_now of the scheduled round, when the timer is armed */
+    int armed;
+    int64_t kick_ms;        /* a kick arrived during a round: run again no later than this delay; -1 none */
+    uint64_t idle_ms;
+    uint8_t p_limit[4];
+    uint8_t p_bytes[8];
+    uint8_t p_window[8];
+    const char *values[3];
+    int lengths[3];
+    int formats[3];
+    timer_metrics m;
+};
+
+static const double lag_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+
+static void schedule(timer_job *j, uint64_t ms);
+
+static void on_closed(uv_handle_t *h)
+{
+    UNUSED(h);
+}
+
+static void on_round(db_req *d)
+{
+    timer_job *j = d->arg;
+    j->busy = 0;
+    uint64_t next_ms = TIMER_RETRY_MS;
+    PGresult *r = d->res[0];
+    if (d->err == DB_OK && r && PQntuples(r) == 1) {
+        int fired = atoi(PQgetvalue(r, 0, 0));
+        int dups = atoi(PQgetvalue(r, 0, 1));
+        int more = PQgetvalue(r, 0, 2)[0] == 't';
+        int64_t lag = atoll(PQgetvalue(r, 0, 3));
+        int has_next = !PQgetisnull(r, 0, 4);
+        int64_t next_in_us = has_next ? atoll(PQgetvalue(r, 0, 4)) : 0;
+        if (fired + dups > 0) {
+            mc_add(&j->m.fired, (uint64_t)fired);
+            mc_add(&j->m.duplicates, (uint64_t)dups);
+            mc_add(&j->m.rounds, 1);
+            mhist_observe(&j->m.lag_seconds, (uint64_t)(lag > 0 ? lag : 0));
+            log_debug("timers", "fired %d timers (%d duplicates), largest delay %lld us", fired, dups,
+                      (long long)lag);
+        }
+        if (more) {
+            next_ms = 0;
+        } else if (!has_next) {
+            next_ms = j->idle_ms;
+            j->idle_ms = MIN(j->idle_ms * 2, TIMER_IDLE_MAX_MS);
+        } else if (next_in_us <= 0) {
+            next_ms = TIMER_CONTENDED_MS;
+        } else {
+            next_ms = MIN((uint64_t)(next_in_us + 999) / 1000, TIMER_IDLE_MAX_MS);
+        }
+        if (has_next)
+            j->idle_ms = TIMER_IDLE_MIN_MS;
+    } else {
+        mc_add(&j->m.round_failures, 1);
+        if (d->err == DB_SQL)
+            log_warn("timers", "firing round failed: %s (sqlstate %s)", d->errmsg, d->sqlstate);
+        else
+            log_debug("timers", "firing round failed: %s", d->errmsg);
+        /* a serialization failure or deadlock is worth an immediate second try */
+        if (d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0))
+            next_ms = 10;
+    }
+    db_req_clear(d);
+    if (j->stopping) {
+        uv_close((uv_handle_t *)&j->timer, on_closed);
+        return;
+    }
+    if (j->kick_ms >= 0 && (uint64_t)j->kick_ms < next_ms)
+        next_ms = (uint64_t)j->kick_ms;
+    j->kick_ms = -1;
+    schedule(j, next_ms);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    timer_job *j = t->data;
+    j->armed = 0;
+    if (j->busy || j->stopping)
+        return;
+    memset(&j->req, 0, sizeof j->req);
+    j->req.nstmt = 1;
+    j->req.stmt[0] = (db_stmt){TIMER_FIRE_SQL, 3, j->values, j->lengths, j->formats, 0};
+    j->req.done = on_round;
+    j->req.arg = j;
+    if (db_submit(j->db, &j->req) == 0) {
+        j->busy = 1;
+        j->kick_ms = -1;
+    } else {
+        schedule(j, TIMER_RETRY_MS);
+    }
+}
+
+static void schedule(timer_job *j, uint64_t ms)
+{
+    j->armed = 1;
+    j->due_ms = uv_now(j->loop) + ms;
+    uv_timer_start(&j->timer, on_timer, ms, 0);
+}
+
+timer_job *timer_job_new(struct uv_loop_s *loop, db_pool *db, int64_t dedup_window_s, int64_t fire_batch)
+{
+    timer_job *j = xcalloc(1, sizeof *j);
+    j->loop = loop;
+    j->db = db;
+    j->kick_ms = -1;
+    j->idle_ms = TIMER_IDLE_MIN_MS;
+    be_put32(j->p_limit, (uint32_t)fire_batch);
+    be_put64(j->p_bytes, (uint64_t)TIMER_ROUND_MAX_BYTES);
+    be_put64(j->p_window, (uint64_t)(dedup_window_s * 1000000));
+    j->values[0] = (const char *)j->p_limit;
+    j->values[1] = (const char *)j->p_bytes;
+    j->values[2] = (const char *)j->p_window;
+    j->lengths[0] = 4;
+    j->lengths[1] = j->lengths[2] = 8;
+    j->formats[0] = j->formats[1] = j->formats[2] = 1;
+    mhist_init(&j->m.lag_seconds, lag_bounds, (int)ARRAY_LEN(lag_bounds), 1e6);
+    uv_timer_init(loop, &j->timer);
+    j->timer.data = j;
+    schedule(j, TIMER_FIRST_ROUND_MS);
+    return j;
+}
+
+void timer_job_kick(timer_job *j, int64_t delay_us)
+{
+    if (j->stopping)
+        return;
+    uint64_t ms = delay_us <= 0 ? 0 : (uint64_t)(delay_us + 999) / 1000;
+    if (ms > TIMER_IDLE_MAX_MS)
+        return; /* the regular polling reaches it in time */
+    j->idle_ms = TIMER_IDLE_MIN_MS;
+    if (j->busy) {
+        if (j->kick_ms < 0 || (uint64_t)j->kick_ms > ms)
+            j->kick_ms = (int64_t)ms;
+        return;
+    }
+    if (j->armed && j->due_ms <= uv_now(j->loop) + ms)
+        return;
+    schedule(j, ms);
+}
+
+void timer_job_stop(timer_job *j)
+{
+    j->stopping = 1;
+    uv_timer_stop(&j->timer);
+    j->armed = 0;
+    if (!j->busy)
+        uv_close((uv_handle_t *)&j->timer, on_closed);
+}
+
+int timer_job_busy(const timer_job *j)
+{
+    return j->busy;
+}
+
+void timer_job_free(timer_job *j)
+{
+    free(j);
+}
+
+timer_metrics *timer_job_metrics(timer_job *j)
+{
+    return &j->m;
+}
+
+/* ---- stored timers as JSON ---- */
+
+static int64_t bin_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
+        return 0;
+    return (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
+}
+
+int timer_row_json(buf *b, const struct pg_result *res, int row)
+{
+    const PGresult *r = res;
+    seg_reader sr;
+    record_view v;
+    const uint8_t *seg = (const uint8_t *)PQgetvalue(r, row, 7);
+    if (seg_reader_init(&sr, seg, (size_t)PQgetlength(r, row, 7), 0, 1) < 0 || seg_reader_next(&sr, &v) != 1)
+        return -1;
+    char id[37];
+    format_uuid_text((const uint8_t *)PQgetvalue(r, row, 0), id);
+    buf_printf(b, "{\"timerId\":\"%s\",\"queue\":", id);
+    jw_string(b, PQgetvalue(r, row, 1), (size_t)PQgetlength(r, row, 1));
+    buf_puts(b, ",\"partition\":");
+    jw_string(b, PQgetvalue(r, row, 2), (size_t)PQgetlength(r, row, 2));
+    buf_puts(b, ",\"fireAt\":");
+    buf_put_i64(b, bin_i64(r, row, 3));
+    buf_puts(b, ",\"transactionId\":");
+    jw_string(b, PQgetvalue(r, row, 4), (size_t)PQgetlength(r, row, 4));
+    buf_puts(b, ",\"traceId\":");
+    if (PQgetisnull(r, row, 5)) {
+        buf_puts(b, "null");
+    } else {
+        char t[37];
+        format_uuid_text((const uint8_t *)PQgetvalue(r, row, 5), t);
+        jw_cstr(b, t);
+    }
+    buf_puts(b, ",\"payload\":");
+    if (v.payload_len == 0)
+        buf_puts(b, "null");
+    else
+        buf_append(b, v.payload, v.payload_len);
+    buf_puts(b, ",\"createdAt\":");
+    buf_put_i64(b, bin_i64(r, row, 6));
+    buf_putc(b, '}');
+    return 0;
+}
