@@ -47,6 +47,12 @@ struct notifier {
 
 static void listen_start(notifier *n);
 
+/* The retry timer is a member of the notifier, not its start: reach it through data. */
+static void on_retry(uv_timer_t *t)
+{
+    listen_start(t->data);
+}
+
 static void poll_closed(uv_handle_t *h)
 {
     free(h);
@@ -54,6 +60,9 @@ static void poll_closed(uv_handle_t *h)
 
 static void listen_drop(notifier *n, const char *why)
 {
+    /* `why` is often PQerrorMessage of the connection closed below: keep a copy */
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", why ? why : "");
     if (n->poll) {
         uv_poll_stop(n->poll);
         uv_close((uv_handle_t *)n->poll, poll_closed);
@@ -64,11 +73,11 @@ static void listen_drop(notifier *n, const char *why)
         n->pg = NULL;
     }
     if (n->state == 3 && why)
-        log_warn("notify", "listening connection lost: %s", why);
+        log_warn("notify", "listening connection lost: %s", msg);
     n->state = 0;
     n->fd = -1;
     if (!n->stopping) {
-        uv_timer_start(&n->retry, (uv_timer_cb)listen_start, (uint64_t)n->backoff_ms, 0);
+        uv_timer_start(&n->retry, on_retry, (uint64_t)n->backoff_ms, 0);
         n->backoff_ms = MIN(n->backoff_ms * 2, 2000);
     }
 }
