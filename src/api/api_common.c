@@ -180,8 +180,9 @@ void api_respond_db_error(http_req *r, const db_req *d)
 
 /* ---- api_query --------------------------------------------------------------------------- */
 
-/* Deadlocks and serialization failures: the statement is retried this many times in all. */
-#define API_QUERY_MAX_ATTEMPTS 4
+/* Deadlocks, serialization failures and lock timeouts (the deletions give way to consumers
+ * after a short lock wait, see 004_admin.sql): the statement is tried this many times in all. */
+#define API_QUERY_MAX_ATTEMPTS 8
 
 api_query *api_query_new(http_req *r, api_query_fn done, void *arg)
 {
@@ -248,10 +249,11 @@ static void on_query_done(db_req *d)
     http_req *r = q->http;
     if (d->err != DB_OK) {
         int retry = d->err == DB_SQL &&
-                    (strcmp(d->sqlstate, "40P01") == 0 || strcmp(d->sqlstate, "40001") == 0) &&
+                    (strcmp(d->sqlstate, "40P01") == 0 || strcmp(d->sqlstate, "40001") == 0 ||
+                     strcmp(d->sqlstate, "55P03") == 0) &&
                     ++q->attempts < API_QUERY_MAX_ATTEMPTS && !http_client_gone(r);
         db_req_clear(d);
-        if (retry && db_submit(r->app ? ((app *)r->app)->db : NULL, d) == 0)
+        if (retry && db_submit(((app *)r->app)->db, d) == 0)
             return;
         api_respond_db_error(r, d);
         return;

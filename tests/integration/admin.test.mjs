@@ -351,6 +351,43 @@ describe('deleting a group, the subscription start', () => {
   }
 });
 
+describe('admin writes under load', () => {
+  test('seeks, group deletions and partition deletions while consumers pop and ack: no errors', async () => {
+    await push([...Array(200).keys()].map((i) => ({ queue: 'busy', partition: `p${i % 8}`, payload: i })));
+    const failures = [];
+    const check = (what, r, ok = [200, 201, 204]) => { if (!ok.includes(r.status)) failures.push(`${what}: ${r.status} ${r.text}`); };
+    let running = true;
+    async function consumer(group) {
+      while (running) {
+        const r = await pop('busy', { consumerGroup: group, batch: 5 });
+        check('pop', r);
+        if (r.status === 200) check('ack', await ack(r.json.messages, 'completed', group));
+      }
+    }
+    async function producer() {
+      let k = 0;
+      while (running) check('push', await post(node.url, '/api/v1/push', { items: [{ queue: 'busy', partition: `p${k++ % 10}`, payload: k }] }));
+    }
+    async function admin() {
+      for (let k = 0; running; k++) {
+        check('seek', await seek('c1', 'busy', k % 2 ? { toStart: true } : { offset: k % 7 }));
+        check('partition seek', await post(node.url, '/api/v1/consumer-groups/c2/queues/busy/partitions/p1/seek', { toStart: true }));
+        check('delete group', await del('/api/v1/consumer-groups/c2/queues/busy'));
+        check('delete partition', await del('/api/v1/resources/queues/busy/partitions/p9'), [200, 404]);
+        check('groups', await get(node.url, '/api/v1/consumer-groups'));
+        check('queue', await get(node.url, '/api/v1/resources/queues/busy'));
+        check('messages', await get(node.url, '/api/v1/messages?queue=busy&limit=50&offset=10'));
+        await sleep(20);
+      }
+    }
+    const work = [consumer('c1'), consumer('c1'), consumer('c2'), consumer(null), producer(), admin()];
+    await sleep(3000);
+    running = false;
+    await Promise.all(work);
+    assert.deepEqual(failures, []);
+  });
+});
+
 describe('metrics', () => {
   test('per-queue lag and dead-letter gauges', async () => {
     await push([...Array(5).keys()].map((i) => ({ queue: 'mq', payload: i })));

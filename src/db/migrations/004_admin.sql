@@ -95,7 +95,8 @@ CREATE VIEW queen.partition_counts_v1 AS
 --          'offset' → p_offset, clamped to the stored range
 -- Partitions the group has no cursor on get one, so a seek is never a no-op for them. Leases
 -- are cleared (their acks are refused from now on) and the retry count starts again.
--- Lock order: cursor rows in partition-id order, as ack_v1 takes them.
+-- Lock order: the queue's partitions (key share, in id order), then the group's cursor rows in
+-- partition-id order, as ack_v1 takes them.
 -- Returns one row per partition moved (status 'ok'), or one row 'queue_not_found' /
 -- 'partition_not_found'.
 CREATE FUNCTION queen.seek_v1(p_tenant uuid, p_group text, p_queue text, p_partition text, p_mode text,
@@ -118,6 +119,10 @@ BEGIN
                             NULL::bigint;
         RETURN;
     END IF;
+    -- partitions before cursors (lock order); a partition deleted meanwhile is not seen below
+    PERFORM 1 FROM queen.partitions p
+     WHERE p.queue_id = v_qid AND (p_partition IS NULL OR p.name = p_partition)
+     ORDER BY p.id FOR KEY SHARE;
     PERFORM 1 FROM queen.cursors x
      WHERE x.queue_id = v_qid AND x.consumer_group = p_group
        AND (p_partition IS NULL OR x.partition_id = (SELECT p.id FROM queen.partitions p
@@ -192,21 +197,33 @@ BEGIN
        AND (EXISTS (SELECT 1 FROM queen.cursors c WHERE c.queue_id = q.id AND c.consumer_group = p_group)
             OR EXISTS (SELECT 1 FROM queen.subscriptions x WHERE x.queue_id = q.id AND x.consumer_group = p_group))
      ORDER BY q.id
+       FOR KEY SHARE OF q
     ON CONFLICT (queue_id, consumer_group) DO UPDATE SET mode = 'timestamp', start_ts = excluded.start_ts;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
 $$;
 
+-- Deletions and acks. An ack that updates a cursor row twice in one transaction makes
+-- PostgreSQL re-check the cursor's foreign key on the second update (the row version is its
+-- own), which takes a key-share lock on the partition while the ack holds the cursor: the
+-- reverse of a deletion's order (partition, then its cursors by cascade). So deletions lock the
+-- cursors they will delete before the partitions, and wait for any lock at most 200 ms
+-- (lock_timeout): when a cycle forms anyway, the deletion gives way (lock_not_available,
+-- retried by the caller) long before PostgreSQL's deadlock check would pick a victim, so the
+-- consumer's ack never fails because of an admin request.
+
 -- delete_queue_v1: a queue with everything under it (partitions, segments, dedup rows,
 -- cursors, subscriptions, dead letters: all by cascade). Lock order as push_v1: the queue row
--- (creation space), its clock, its partitions in id order; then the cascade.
+-- (creation space), its clock; then the queue's cursors (partition-id order), its partitions
+-- in id order; then the cascade.
 CREATE FUNCTION queen.delete_queue_v1(p_tenant uuid, p_queue text,
                                       OUT existed boolean, OUT n_partitions bigint, OUT n_records bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_qid bigint;
 BEGIN
+    SET LOCAL lock_timeout = '200ms'; -- give way to consumers: see above
     SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant_id = p_tenant AND q.name = p_queue FOR UPDATE;
     existed := FOUND;
     n_partitions := 0;
@@ -215,6 +232,7 @@ BEGIN
         RETURN;
     END IF;
     PERFORM 1 FROM queen.queue_clocks c WHERE c.queue_id = v_qid FOR UPDATE;
+    PERFORM 1 FROM queen.cursors x WHERE x.queue_id = v_qid ORDER BY x.partition_id, x.consumer_group FOR UPDATE;
     SELECT count(*), coalesce(sum(x.next_offset - x.start_offset), 0)::bigint INTO n_partitions, n_records
       FROM (SELECT p.next_offset, p.start_offset FROM queen.partitions p WHERE p.queue_id = v_qid
             ORDER BY p.id FOR UPDATE) x;
@@ -233,11 +251,15 @@ DECLARE
     v_pid bigint;
 BEGIN
     n_records := 0;
+    SET LOCAL lock_timeout = '200ms'; -- give way to consumers: see above
     SELECT q.id INTO v_qid FROM queen.queues q WHERE q.tenant_id = p_tenant AND q.name = p_queue;
     IF NOT FOUND THEN
         status := 'queue_not_found';
         RETURN;
     END IF;
+    -- the cursors first (see above), then the partition
+    PERFORM 1 FROM queen.cursors x JOIN queen.partitions p ON p.id = x.partition_id
+     WHERE p.queue_id = v_qid AND p.name = p_partition ORDER BY x.consumer_group FOR UPDATE OF x;
     SELECT p.id, p.uuid, p.next_offset - p.start_offset INTO v_pid, partition_uuid, n_records
       FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition FOR UPDATE;
     IF NOT FOUND THEN
@@ -470,4 +492,274 @@ LANGUAGE sql VOLATILE AS $$
            (SELECT count(*) FROM queen.dead_letters d WHERE d.queue_id = q.id AND d.requeued_at IS NULL), 0::bigint
     FROM (SELECT * FROM queen.queues x ORDER BY x.tenant_id, x.name LIMIT p_limit) q
     ORDER BY 1, 2, 3, 4
+$$;
+
+
+-- pop_v1 again, with one change: before creating a cursor it takes the key-share lock on the
+-- partition that the cursor's foreign key would take, and skips the partition when it is gone.
+-- A partition or queue deleted (admin routes) between the candidate scan and the cursor insert
+-- made the pop fail with a foreign-key violation. Otherwise unchanged (003).
+CREATE OR REPLACE FUNCTION queen.pop_v1(
+    p_tenant uuid, p_queue text, p_partition text, p_group text, p_batch integer, p_auto_ack boolean,
+    p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_ids uuid[], p_lease_seconds integer,
+    p_split boolean)
+RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b bigint, c bigint,
+               seg_ts bigint, seg_count integer, seg_data bytea)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_now      bigint := queen.now_us();
+    v_qid      bigint;
+    v_opts     jsonb;
+    v_lease_us bigint;
+    v_delay_us bigint;
+    v_wb_us    bigint;
+    v_sub_ts   bigint;
+    v_claimed  integer := 0;
+    v_budget   bigint := greatest(p_batch, 1) * CASE WHEN p_split THEN p_max_partitions ELSE 1 END;
+    v_lease    uuid;
+    v_start    bigint;
+    v_end      bigint;
+    v_limit    bigint;
+    v_why      text := 'empty';
+    cand       record;
+    cur        record;
+BEGIN
+    SELECT q.id, q.options INTO v_qid, v_opts FROM queen.queues q WHERE q.tenant_id = p_tenant AND q.name = p_queue;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, 'queue_not_found'::text, NULL::bigint, NULL::bigint,
+                            NULL::bigint, NULL::bigint, NULL::integer, NULL::bytea;
+        RETURN;
+    END IF;
+    v_lease_us := coalesce(nullif(p_lease_seconds, 0), nullif((v_opts->>'leaseTime')::bigint, 0), 60) * 1000000;
+    IF NOT p_auto_ack THEN
+        -- a lease is not consumption: if a crash loses it, its records are delivered again, as
+        -- when it expires. Only autoAck pops (which move the cursor) wait for the WAL flush.
+        SET LOCAL synchronous_commit = off;
+    END IF;
+    v_delay_us := coalesce((v_opts->>'delayedProcessing')::bigint, 0) * 1000000;
+    v_wb_us := coalesce((v_opts->>'windowBuffer')::bigint, 0) * 1000000;
+
+    IF p_group <> '__QUEUE_MODE__' THEN
+        SELECT s.start_ts INTO v_sub_ts FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
+        IF NOT FOUND AND (p_sub_from IS NOT NULL OR p_sub_mode = 'new') THEN
+            INSERT INTO queen.subscriptions (queue_id, consumer_group, mode, start_ts)
+            VALUES (v_qid, p_group, CASE WHEN p_sub_from IS NULL THEN 'new' ELSE 'timestamp' END, coalesce(p_sub_from, v_now))
+            ON CONFLICT DO NOTHING;
+            SELECT s.start_ts INTO v_sub_ts FROM queen.subscriptions s WHERE s.queue_id = v_qid AND s.consumer_group = p_group;
+        END IF;
+    END IF;
+
+    IF p_partition IS NOT NULL THEN
+        PERFORM 1 FROM queen.partitions p WHERE p.queue_id = v_qid AND p.name = p_partition;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, 'partition_not_found'::text, NULL::bigint, NULL::bigint,
+                                NULL::bigint, NULL::bigint, NULL::integer, NULL::bytea;
+            RETURN;
+        END IF;
+    END IF;
+
+    FOR cand IN
+        SELECT p.id, p.uuid, p.name, p.next_offset AS p_next, p.start_offset AS p_start, p.last_ts,
+               x.lease_expires_at AS lease_exp, x.partition_id IS NOT NULL AS has_cursor
+        FROM queen.partitions p
+        LEFT JOIN queen.cursors x ON x.partition_id = p.id AND x.consumer_group = p_group
+        WHERE p.queue_id = v_qid
+          AND (p_partition IS NULL OR p.name = p_partition)
+          AND p.next_offset > greatest(coalesce(x.next_offset, p.start_offset), p.start_offset)
+          AND (p_partition IS NOT NULL OR x.lease_expires_at IS NULL OR x.lease_expires_at < v_now)
+          AND (p_partition IS NOT NULL OR v_wb_us = 0 OR p.last_ts <= v_now - v_wb_us)
+        ORDER BY coalesce(x.claimed_at, 0), p.id
+        LIMIT greatest(p_max_partitions * 4, 16)
+    LOOP
+        EXIT WHEN v_claimed >= p_max_partitions OR v_budget <= 0;
+        IF cand.lease_exp IS NOT NULL AND cand.lease_exp >= v_now THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        IF v_wb_us > 0 AND cand.last_ts > v_now - v_wb_us THEN
+            v_why := 'window_buffer';
+            CONTINUE;
+        END IF;
+        IF NOT pg_try_advisory_xact_lock(hashtextextended(p_group, cand.id)) THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        IF NOT cand.has_cursor THEN
+            -- the cursor's foreign key takes this lock anyway; taking it first tells a partition
+            -- deleted since the candidates were read (skipped) from one that is still there
+            PERFORM 1 FROM queen.partitions p WHERE p.id = cand.id FOR KEY SHARE;
+            IF NOT FOUND THEN
+                CONTINUE;
+            END IF;
+            INSERT INTO queen.cursors (partition_id, consumer_group, queue_id, next_offset)
+            VALUES (cand.id, p_group, v_qid,
+                    CASE WHEN v_sub_ts IS NULL THEN cand.p_start ELSE queen.offset_at_ts_v1(cand.id, v_sub_ts) END)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = cand.id AND x.consumer_group = p_group
+        FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND OR (cur.lease_expires_at IS NOT NULL AND cur.lease_expires_at >= v_now) THEN
+            v_why := 'lease_held';
+            CONTINUE;
+        END IF;
+        v_start := greatest(cur.next_offset, cand.p_start);
+        v_end := least(v_start + CASE WHEN p_split THEN greatest(p_batch, 1) ELSE v_budget END, cand.p_next);
+        IF v_delay_us > 0 THEN
+            SELECT s.base_offset INTO v_limit FROM queen.segments s
+             WHERE s.partition_id = cand.id AND s.last_offset >= v_start AND s.ts > v_now - v_delay_us
+             ORDER BY s.last_offset LIMIT 1;
+            IF FOUND THEN
+                v_end := least(v_end, v_limit);
+            END IF;
+        END IF;
+        IF v_end <= v_start THEN
+            CONTINUE;
+        END IF;
+        IF p_auto_ack THEN
+            UPDATE queen.cursors x SET next_offset = v_end, claimed_at = v_now, retry_count = 0,
+                   total_consumed = x.total_consumed + (v_end - v_start), last_consumed_at = now(),
+                   lease_id = NULL, lease_expires_at = NULL, lease_start = NULL, lease_end = NULL,
+                   lease_txns = NULL, lease_done = NULL, lease_failed = false
+             WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
+        ELSE
+            v_lease := p_lease_ids[least(v_claimed + 1, cardinality(p_lease_ids))];
+            UPDATE queen.cursors x SET next_offset = v_start, claimed_at = v_now,
+                   lease_id = v_lease, lease_expires_at = v_now + v_lease_us, lease_start = v_start,
+                   lease_end = v_end, lease_txns = NULL, lease_done = NULL, lease_failed = false
+             WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
+        END IF;
+        RETURN QUERY SELECT 0, cand.id, cand.uuid, cand.name, v_start, v_end, v_now + v_lease_us,
+                            NULL::bigint, NULL::integer, NULL::bytea;
+        RETURN QUERY SELECT 1, cand.id, NULL::uuid, NULL::text, s.base_offset, s.last_offset, NULL::bigint,
+                            s.ts, s.record_count, s.data
+                       FROM queen.segments s
+                      WHERE s.partition_id = cand.id AND s.last_offset >= v_start
+                        -- bounded above by the segment holding v_end - 1, so the index scan
+                        -- stops there instead of filtering every later segment
+                        AND s.last_offset <= (SELECT min(t.last_offset) FROM queen.segments t
+                                               WHERE t.partition_id = cand.id AND t.last_offset >= v_end - 1)
+                      ORDER BY s.last_offset;
+        v_claimed := v_claimed + 1;
+        v_budget := v_budget - (v_end - v_start);
+    END LOOP;
+    IF v_claimed = 0 THEN
+        -- when records could become available without a push: a lease over records expiring,
+        -- or records held back by delayedProcessing / windowBuffer (looked at again in 1 s)
+        SELECT min(x.lease_expires_at) INTO v_limit
+          FROM queen.cursors x JOIN queen.partitions p ON p.id = x.partition_id
+         WHERE x.queue_id = v_qid AND x.consumer_group = p_group AND x.lease_expires_at >= v_now
+           AND p.next_offset > x.next_offset AND (p_partition IS NULL OR p.name = p_partition);
+        IF v_delay_us > 0 OR v_wb_us > 0 THEN
+            v_limit := least(coalesce(v_limit, v_now + 1000000), v_now + 1000000);
+        END IF;
+        RETURN QUERY SELECT 2, NULL::bigint, NULL::uuid, v_why, NULL::bigint, NULL::bigint, v_limit,
+                            NULL::bigint, NULL::integer, NULL::bytea;
+    END IF;
+END
+$$;
+
+-- push_v1 again, with one check more: a queue or partition deleted by the admin routes between
+-- the moment a push looked its partitions up (step 1) and the moment it locks them (step 3) made
+-- the push write a segment without offsets (the partition row was gone). Now the lock counts the
+-- rows it got and, when one is missing, raises a serialization failure; the group commit
+-- retries it, and the retry creates the queue or partition again. Otherwise unchanged (001).
+CREATE OR REPLACE FUNCTION queen.push_v1(
+    p_tenant uuid[], p_queue text[], p_partition text[], p_count int[], p_bytes int[], p_data bytea[],
+    p_dd_group int[], p_dd_pos int[], p_dd_txn text[], p_dd_window bigint)
+RETURNS TABLE (kind int, idx int, partition_id bigint, partition_uuid uuid, queue_id bigint, off bigint, ts bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    n       int := cardinality(p_queue);
+    v_qid   bigint[];
+    v_pid   bigint[];
+    v_puuid uuid[];
+    v_stamp bigint;
+    v_base  bigint[];
+    v_locked bigint;
+BEGIN
+    -- 1. create missing queues and partitions, in name order
+    WITH want AS (
+        SELECT DISTINCT t, q FROM unnest(p_tenant, p_queue) AS u(t, q)
+        WHERE NOT EXISTS (SELECT 1 FROM queen.queues x WHERE x.tenant_id = u.t AND x.name = u.q)
+        ORDER BY t, q
+    ), ins AS (
+        INSERT INTO queen.queues (tenant_id, name, namespace, task)
+        SELECT t, q, split_part(q, '.', 1), split_part(q, '.', 2) FROM want
+        ON CONFLICT (tenant_id, name) DO NOTHING
+        RETURNING id
+    )
+    INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM ins;
+
+    WITH want AS (
+        SELECT DISTINCT q.id AS qid, u.p
+        FROM unnest(p_tenant, p_queue, p_partition) AS u(t, qn, p)
+        JOIN queen.queues q ON q.tenant_id = u.t AND q.name = u.qn
+        WHERE NOT EXISTS (SELECT 1 FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = u.p)
+        ORDER BY 1, 2
+    )
+    INSERT INTO queen.partitions (queue_id, name) SELECT qid, p FROM want
+    ON CONFLICT (queue_id, name) DO NOTHING;
+
+    SELECT array_agg(q.id ORDER BY u.i), array_agg(p.id ORDER BY u.i), array_agg(p.uuid ORDER BY u.i)
+      INTO v_qid, v_pid, v_puuid
+      FROM unnest(p_tenant, p_queue, p_partition) WITH ORDINALITY AS u(t, qn, pn, i)
+      JOIN queen.queues q ON q.tenant_id = u.t AND q.name = u.qn
+      JOIN queen.partitions p ON p.queue_id = q.id AND p.name = u.pn;
+    IF coalesce(cardinality(v_pid), 0) <> n THEN
+        RAISE EXCEPTION 'queue or partition was deleted during the push' USING ERRCODE = '40001';
+    END IF;
+
+    -- 2. the queue clocks, in id order: one stamp for the whole commit
+    SELECT greatest(max(c.last_ts) + 1, queen.now_us()) INTO v_stamp
+      FROM (SELECT x.last_ts FROM queen.queue_clocks x WHERE x.queue_id = ANY (v_qid)
+            ORDER BY x.queue_id FOR UPDATE) c;
+    UPDATE queen.queue_clocks x SET last_ts = v_stamp WHERE x.queue_id = ANY (v_qid);
+
+    -- 3. the partitions, in id order. A partition (or queue) deleted since step 1 found it is
+    --    skipped by the lock: then retry, and the retry creates it again
+    PERFORM 1 FROM queen.partitions x WHERE x.id = ANY (v_pid) ORDER BY x.id FOR UPDATE;
+    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    IF v_locked <> (SELECT count(DISTINCT u.pid) FROM unnest(v_pid) AS u(pid)) THEN
+        RAISE EXCEPTION 'queue or partition was deleted during the push' USING ERRCODE = '40001';
+    END IF;
+
+    -- 4. duplicates: report them and write nothing
+    IF cardinality(p_dd_txn) > 0 THEN
+        RETURN QUERY
+            SELECT 1, d.i::int, x.partition_id, v_puuid[d.g], v_qid[d.g], x.off, x.ts
+            FROM unnest(p_dd_group, p_dd_txn) WITH ORDINALITY AS d(g, txn, i)
+            JOIN queen.dedup x ON x.partition_id = v_pid[d.g] AND x.txn_id = d.txn
+            WHERE x.ts > v_stamp - p_dd_window;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- 5. offsets, segments, dedup rows
+    WITH u AS (SELECT * FROM unnest(v_pid, p_count) WITH ORDINALITY AS u(pid, c, i)),
+    upd AS (
+        UPDATE queen.partitions x SET next_offset = x.next_offset + u.c, last_ts = v_stamp
+        FROM u WHERE x.id = u.pid
+        RETURNING u.i, x.next_offset - u.c AS base
+    )
+    SELECT array_agg(base ORDER BY i) INTO v_base FROM upd;
+
+    INSERT INTO queen.segments (partition_id, last_offset, base_offset, ts, record_count, payload_bytes, data)
+    SELECT v_pid[g.i], v_base[g.i] + g.c - 1, v_base[g.i], v_stamp, g.c, g.b, g.d
+    FROM unnest(p_count, p_bytes, p_data) WITH ORDINALITY AS g(c, b, d, i);
+
+    IF cardinality(p_dd_txn) > 0 THEN
+        INSERT INTO queen.dedup AS x (partition_id, txn_id, off, ts)
+        SELECT v_pid[d.g], d.txn, v_base[d.g] + d.pos, v_stamp
+        FROM unnest(p_dd_group, p_dd_pos, p_dd_txn) AS d(g, pos, txn)
+        ORDER BY 1, 2
+        ON CONFLICT (partition_id, txn_id) DO UPDATE SET off = excluded.off, ts = excluded.ts;
+    END IF;
+
+    RETURN QUERY
+        SELECT 0, g.i::int, v_pid[g.i], v_puuid[g.i], v_qid[g.i], v_base[g.i], v_stamp
+        FROM generate_subscripts(v_pid, 1) AS g(i);
+END
 $$;
