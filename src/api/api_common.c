@@ -1,10 +1,13 @@
 /* api_common.c — route table and the helpers every handler shares. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
+#include "core/timeutil.h"
 #include "core/util.h"
+#include "storage/logread.h"
 
 const uint8_t DEFAULT_TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
@@ -39,6 +42,33 @@ void api_register(app *a)
     http_route(s, "GET", "/api/v1/timers", api_timer_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/timers/:id", api_timer_get, ACCESS_READ_ONLY);
     http_route(s, "DELETE", "/api/v1/timers/:id", api_timer_cancel, ACCESS_READ_WRITE);
+
+    /* the admin surface; access levels as the earlier release's route table. Fixed paths come
+     * before the patterns that would also match them (lagging before :group). */
+    http_route(s, "GET", "/api/v1/consumer-groups", api_groups_list, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/consumer-groups/lagging", api_groups_lagging, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/consumer-groups/:group", api_group_detail, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/api/v1/consumer-groups/:group", api_group_delete, ACCESS_ADMIN);
+    http_route(s, "POST", "/api/v1/consumer-groups/:group/subscription", api_group_subscription, ACCESS_READ_WRITE);
+    http_route(s, "DELETE", "/api/v1/consumer-groups/:group/queues/:queue", api_group_queue_delete, ACCESS_ADMIN);
+    http_route(s, "POST", "/api/v1/consumer-groups/:group/queues/:queue/seek", api_group_seek, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek",
+               api_group_partition_seek, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/dlq", api_dlq_list, ACCESS_READ_ONLY);
+    http_route(s, "POST", "/api/v1/dlq/:id/requeue", api_dlq_requeue, ACCESS_READ_WRITE);
+    http_route(s, "DELETE", "/api/v1/dlq/:id", api_dlq_delete, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/resources/overview", api_resources_overview, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/resources/queues", api_resources_queues, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/resources/queues/:queue", api_resources_queue, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/api/v1/resources/queues/:queue", api_resources_queue_delete, ACCESS_ADMIN);
+    http_route(s, "DELETE", "/api/v1/resources/queues/:queue/partitions/:partition", api_resources_partition_delete,
+               ACCESS_ADMIN);
+    http_route(s, "GET", "/api/v1/resources/namespaces", api_resources_namespaces, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/resources/tasks", api_resources_tasks, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status/queues", api_status_queues, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status/queues/:queue", api_status_queue, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/messages", api_messages_list, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/messages/:partitionId/:transactionId", api_message_get, ACCESS_READ_ONLY);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
@@ -119,10 +149,234 @@ int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t
     return 1;
 }
 
+int api_query_int_or_respond(http_req *r, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out)
+{
+    const char *v = http_query(r, name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end || errno || x < lo || x > hi) {
+        http_respond_error(r, 400, "%s must be an integer between %lld and %lld", name, (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int api_query_bool_or_respond(http_req *r, const char *name, int def, int *out)
+{
+    const char *v = http_query(r, name);
+    if (!v || !*v) {
+        *out = def;
+        return 0;
+    }
+    size_t n = strlen(v);
+    if (ascii_ieq(v, n, "true") || ascii_ieq(v, n, "1") || ascii_ieq(v, n, "yes")) {
+        *out = 1;
+        return 0;
+    }
+    if (ascii_ieq(v, n, "false") || ascii_ieq(v, n, "0") || ascii_ieq(v, n, "no")) {
+        *out = 0;
+        return 0;
+    }
+    http_respond_error(r, 400, "%s must be true or false", name);
+    return -1;
+}
+
+int api_query_time_or_respond(http_req *r, const char *name, int64_t *out, int *present)
+{
+    const char *v = http_query(r, name);
+    *present = 0;
+    if (!v || !*v)
+        return 0;
+    if (parse_iso_us(v, strlen(v), out) < 0) {
+        http_respond_error(r, 400, "%s must be an ISO-8601 timestamp (for example 2026-05-06T10:00:00Z)", name);
+        return -1;
+    }
+    *present = 1;
+    return 0;
+}
+
+const char *api_query_str(http_req *r, const char *name)
+{
+    const char *v = http_query(r, name);
+    return v && *v ? v : NULL;
+}
+
 void api_respond_db_error(http_req *r, const db_req *d)
 {
     if (d->err == DB_SQL)
         http_respond_error(r, 500, "database error: %s", d->errmsg);
     else
         http_respond_error(r, 503, "%s", d->errmsg[0] ? d->errmsg : "database unavailable");
+}
+
+/* ---- api_query --------------------------------------------------------------------------- */
+
+/* Deadlocks, serialization failures and lock timeouts (the deletions give way to consumers
+ * after a short lock wait, see 004_admin.sql): the statement is tried this many times in all. */
+#define API_QUERY_MAX_ATTEMPTS 8
+
+api_query *api_query_new(http_req *r, api_query_fn done, void *arg)
+{
+    api_query *q = arena_alloc(&r->ar, sizeof *q);
+    memset(q, 0, sizeof *q);
+    q->http = r;
+    q->done = done;
+    q->arg = arg;
+    return q;
+}
+
+int api_query_stmt(api_query *q, const char *sql)
+{
+    int i = q->dbr.nstmt++;
+    q->dbr.stmt[i].sql = sql;
+    q->dbr.stmt[i].binary_result = 1;
+    return i;
+}
+
+static const char **param_slot(api_query *q, int stmt, int *idx)
+{
+    api_stmt_params *p = &q->p[stmt];
+    *idx = p->n++;
+    p->lengths[*idx] = 0;
+    p->formats[*idx] = 0;
+    return &p->values[*idx];
+}
+
+void api_param_text(api_query *q, int stmt, const char *s)
+{
+    int i;
+    *param_slot(q, stmt, &i) = s;
+}
+
+void api_param_null(api_query *q, int stmt)
+{
+    api_param_text(q, stmt, NULL);
+}
+
+void api_param_i64(api_query *q, int stmt, int64_t v)
+{
+    int i;
+    const char **slot = param_slot(q, stmt, &i);
+    snprintf(q->p[stmt].text[i], sizeof q->p[stmt].text[i], "%lld", (long long)v);
+    *slot = q->p[stmt].text[i];
+}
+
+void api_param_uuid(api_query *q, int stmt, const uint8_t b[16])
+{
+    int i;
+    const char **slot = param_slot(q, stmt, &i);
+    format_uuid_text(b, q->p[stmt].text[i]);
+    *slot = q->p[stmt].text[i];
+}
+
+void api_param_bool(api_query *q, int stmt, int v)
+{
+    api_param_text(q, stmt, v ? "true" : "false");
+}
+
+static void on_query_done(db_req *d)
+{
+    api_query *q = d->arg;
+    http_req *r = q->http;
+    if (d->err != DB_OK) {
+        int retry = d->err == DB_SQL &&
+                    (strcmp(d->sqlstate, "40P01") == 0 || strcmp(d->sqlstate, "40001") == 0 ||
+                     strcmp(d->sqlstate, "55P03") == 0) &&
+                    ++q->attempts < API_QUERY_MAX_ATTEMPTS && !http_client_gone(r);
+        db_req_clear(d);
+        if (retry && db_submit(((app *)r->app)->db, d) == 0)
+            return;
+        api_respond_db_error(r, d);
+        return;
+    }
+    /* the results leave the request (its arena dies with the answer) before `done` answers */
+    PGresult *res[DB_MAX_STMTS] = {0};
+    for (int i = 0; i < DB_MAX_STMTS; i++) {
+        res[i] = d->res[i];
+        d->res[i] = NULL;
+    }
+    q->done(q, res);
+    for (int i = 0; i < DB_MAX_STMTS; i++)
+        if (res[i])
+            PQclear(res[i]);
+}
+
+void api_query_submit(api_query *q)
+{
+    app *a = q->http->app;
+    for (int i = 0; i < q->dbr.nstmt; i++) {
+        db_stmt *st = &q->dbr.stmt[i];
+        st->nparams = q->p[i].n;
+        st->values = q->p[i].values;
+        st->lengths = q->p[i].lengths;
+        st->formats = q->p[i].formats;
+    }
+    q->dbr.done = on_query_done;
+    q->dbr.arg = q;
+    http_async(q->http);
+    if (db_submit(a->db, &q->dbr) < 0)
+        api_respond_db_error(q->http, &q->dbr);
+}
+
+/* ---- binary results ---------------------------------------------------------------------- */
+
+int res_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col);
+}
+
+int64_t res_i64(const PGresult *r, int row, int col)
+{
+    return db_get_i64(r, row, col);
+}
+
+double res_f64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
+        return 0;
+    uint64_t u = be_get64((const uint8_t *)PQgetvalue(r, row, col));
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+int res_bool(const PGresult *r, int row, int col)
+{
+    return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] != 0;
+}
+
+const char *res_text(const PGresult *r, int row, int col, size_t *len)
+{
+    if (PQgetisnull(r, row, col)) {
+        if (len)
+            *len = 0;
+        return "";
+    }
+    if (len)
+        *len = (size_t)PQgetlength(r, row, col);
+    return PQgetvalue(r, row, col);
+}
+
+void res_uuid(const PGresult *r, int row, int col, char out[37])
+{
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 16) {
+        out[0] = '\0';
+        return;
+    }
+    format_uuid_text((const uint8_t *)PQgetvalue(r, row, col), out);
+}
+
+void res_json_str(buf *b, const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col)) {
+        buf_puts(b, "null");
+        return;
+    }
+    jw_string(b, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
 }

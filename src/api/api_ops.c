@@ -266,8 +266,8 @@ void api_metrics_prometheus(http_req *r)
     metric_u64(&b, "queen_db_failures_total", NULL, ps.failures);
     metric_help(&b, "queen_db_reconnects_total", "counter", "Database reconnection attempts");
     metric_u64(&b, "queen_db_reconnects_total", NULL, ps.reconnects);
-    http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
-    buf_free(&b);
+    /* the per-queue lag and dead-letter gauges come from one query (api_resources.c) */
+    api_metrics_lag_finish(r, &b);
 }
 
 void api_metrics_json(http_req *r)

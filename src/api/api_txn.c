@@ -43,7 +43,11 @@ typedef struct txn_ctx {
     int formats[TXN_PARAMS];
     db_req dbr;
     uuid txn_id;
+    int attempts;
 } txn_ctx;
+
+/* a serialization failure or deadlock rolled the whole transaction back: run it again */
+#define TXN_MAX_ATTEMPTS 5
 
 static void txn_free(txn_ctx *c)
 {
@@ -72,6 +76,12 @@ static void on_done(db_req *d)
     http_req *r = c->http;
     PGresult *res = d->res[0];
     if (d->err != DB_OK || !res) {
+        int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retryable && ++c->attempts < TXN_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+        }
         if (d->err == DB_SQL && (strncmp(d->sqlstate, "QT", 2) == 0))
             respond_failure(c, d->errmsg);
         else if (d->err == DB_SQL)

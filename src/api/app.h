@@ -79,6 +79,33 @@ void api_timer_list(http_req *r);
 void api_timer_get(http_req *r);
 void api_timer_cancel(http_req *r);
 
+/* The admin surface (api_groups.c, api_dlq.c, api_resources.c, api_messages.c). */
+void api_groups_list(http_req *r);
+void api_groups_lagging(http_req *r);
+void api_group_detail(http_req *r);
+void api_group_delete(http_req *r);
+void api_group_queue_delete(http_req *r);
+void api_group_subscription(http_req *r);
+void api_group_seek(http_req *r);
+void api_group_partition_seek(http_req *r);
+void api_dlq_list(http_req *r);
+void api_dlq_requeue(http_req *r);
+void api_dlq_delete(http_req *r);
+void api_resources_overview(http_req *r);
+void api_resources_queues(http_req *r);
+void api_resources_queue(http_req *r);
+void api_resources_queue_delete(http_req *r);
+void api_resources_partition_delete(http_req *r);
+void api_resources_namespaces(http_req *r);
+void api_resources_tasks(http_req *r);
+void api_status_queues(http_req *r);
+void api_status_queue(http_req *r);
+void api_messages_list(http_req *r);
+void api_message_get(http_req *r);
+/* Appends the per-queue lag and dead-letter gauges to a Prometheus body and answers; `body`
+ * is taken over. Without the database the gauges are left out (the rest still answers). */
+void api_metrics_lag_finish(http_req *r, buf *body);
+
 /* Shared request-body helpers: parse the body as a JSON object or answer 400 (the _or_respond
  * suffix: on -1 the client has been answered). */
 #include "json/json.h"
@@ -96,5 +123,62 @@ int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t
 /* Answers a failed database request: 500 for an SQL error, 503 when the database was
  * unreachable or the connection was lost. */
 void api_respond_db_error(http_req *r, const db_req *d);
+
+/* Query-string helpers; on bad input they answer 400 naming the parameter and return -1.
+ * Integers: decimal in [lo, hi], absent or empty → def. Booleans: true/1/yes, false/0/no (any
+ * case), absent → def. Timestamps: ISO-8601 (µs since the epoch); absent → *present = 0. */
+int api_query_int_or_respond(http_req *r, const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out);
+int api_query_bool_or_respond(http_req *r, const char *name, int def, int *out);
+int api_query_time_or_respond(http_req *r, const char *name, int64_t *out, int *present);
+/* A query string parameter, NULL when absent or empty. */
+const char *api_query_str(http_req *r, const char *name);
+/* 500 for an SQL error, 503 when the database is unavailable. */
+void api_respond_db_error(http_req *r, const db_req *d);
+
+/* api_query: a database request made for one HTTP request — up to DB_MAX_STMTS statements,
+ * each with its own text parameters, results in binary. Allocated in the request arena.
+ * `done` runs once when every statement succeeded, with the results (freed after it returns);
+ * it must answer the client. Any failure is answered here (500/503) and `done` does not run.
+ * Deadlocks and serialization failures are retried a few times: the admin writes (seek,
+ * deletion) may meet a pop or an ack taking the same rows. */
+#define API_QUERY_MAX_PARAMS 12
+typedef struct api_query api_query;
+typedef void (*api_query_fn)(api_query *q, PGresult *const *res);
+typedef struct api_stmt_params {
+    const char *values[API_QUERY_MAX_PARAMS];
+    int lengths[API_QUERY_MAX_PARAMS];
+    int formats[API_QUERY_MAX_PARAMS];
+    char text[API_QUERY_MAX_PARAMS][48];
+    int n;
+} api_stmt_params;
+struct api_query {
+    http_req *http;
+    void *arg;
+    api_query_fn done;
+    db_req dbr;
+    api_stmt_params p[DB_MAX_STMTS];
+    int attempts;
+};
+api_query *api_query_new(http_req *r, api_query_fn done, void *arg);
+/* Adds a statement; returns its index. Parameters follow with api_param_* on that index. */
+int api_query_stmt(api_query *q, const char *sql);
+void api_param_text(api_query *q, int stmt, const char *s); /* NULL = SQL NULL; s must outlive q */
+void api_param_i64(api_query *q, int stmt, int64_t v);
+void api_param_uuid(api_query *q, int stmt, const uint8_t b[16]);
+void api_param_bool(api_query *q, int stmt, int v);
+void api_param_null(api_query *q, int stmt);
+/* Goes async and submits; a refusal is answered 503 at once. */
+void api_query_submit(api_query *q);
+
+/* Binary result readers (NULL reads as 0 / "" / false). */
+int64_t res_i64(const PGresult *r, int row, int col);
+double res_f64(const PGresult *r, int row, int col);
+int res_bool(const PGresult *r, int row, int col);
+int res_null(const PGresult *r, int row, int col);
+const char *res_text(const PGresult *r, int row, int col, size_t *len);
+/* Writes a uuid column as text (37 bytes); "" when NULL. */
+void res_uuid(const PGresult *r, int row, int col, char out[37]);
+/* Appends a text column as a JSON string, or null. */
+void res_json_str(buf *b, const PGresult *r, int row, int col);
 
 #endif

@@ -47,42 +47,48 @@ test('a database crash under load loses nothing acknowledged', async () => {
     }
   }
   const work = [pusher(1), pusher(2), pusher(3), pusher(4)];
-  await sleep(1500);
-  const before1 = acked.size;
-  assert.ok(before1 > 0, 'pushes succeeded before the crash');
-  pg.stop('immediate');
-  await sleep(300);
-  const h = await get(node.url, '/health');
-  assert.equal(h.status, 503);
-  assert.equal(h.json.status, 'unhealthy');
-  assert.equal(h.json.database, 'disconnected');
-  const st = await get(node.url, '/status');
-  assert.equal(st.status, 200);
-  assert.equal(st.json.database.state, 'disconnected');
-  await sleep(1500);
-  pg.start();
-  // the node comes back by itself
-  const deadline = Date.now() + 20000;
-  for (;;) {
-    const r = await get(node.url, '/health');
-    if (r.status === 200) break;
-    assert.ok(Date.now() < deadline, 'node did not reconnect');
-    await sleep(100);
+  // a failure below must still stop the pushers, or they keep this file's process alive
+  try {
+    await sleep(1500);
+    const before1 = acked.size;
+    assert.ok(before1 > 0, 'pushes succeeded before the crash');
+    pg.stop('immediate');
+    await sleep(300);
+    const h = await get(node.url, '/health');
+    assert.equal(h.status, 503);
+    assert.equal(h.json.status, 'unhealthy');
+    assert.equal(h.json.database, 'disconnected');
+    const st = await get(node.url, '/status');
+    assert.equal(st.status, 200);
+    assert.equal(st.json.database.state, 'disconnected');
+    await sleep(1500);
+    pg.start();
+    // the node comes back by itself
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const r = await get(node.url, '/health');
+      if (r.status === 200) break;
+      assert.ok(Date.now() < deadline, 'node did not reconnect');
+      await sleep(100);
+    }
+    const afterReconnect = acked.size;
+    await sleep(1500);
+    running = false;
+    await Promise.all(work);
+    assert.ok(acked.size > afterReconnect, 'pushes succeed again after the database returns');
+    assert.ok(statuses[503] > 0, `no 503 seen during the outage: ${JSON.stringify(statuses)}`);
+    assert.ok(maxLatency < 10000, `a request hung for ${maxLatency} ms`);
+    const f = await post(node.url, '/api/v1/fetch', { queue: 'crash', maxRecords: 100000, maxBytes: 64 << 20 });
+    const stored = new Set(f.json.records.map((r) => r.transactionId));
+    for (const t of acked) assert.ok(stored.has(t), `acknowledged ${t} is missing`);
+    // offsets stay dense through the crash
+    const byPart = {};
+    for (const r of f.json.records) (byPart[r.partition] ||= []).push(r.offset);
+    for (const offs of Object.values(byPart)) assert.deepEqual(offs, [...Array(offs.length).keys()]);
+  } finally {
+    running = false;
+    await Promise.allSettled(work);
   }
-  const afterReconnect = acked.size;
-  await sleep(1500);
-  running = false;
-  await Promise.all(work);
-  assert.ok(acked.size > afterReconnect, 'pushes succeed again after the database returns');
-  assert.ok(statuses[503] > 0, `no 503 seen during the outage: ${JSON.stringify(statuses)}`);
-  assert.ok(maxLatency < 10000, `a request hung for ${maxLatency} ms`);
-  const f = await post(node.url, '/api/v1/fetch', { queue: 'crash', maxRecords: 100000, maxBytes: 64 << 20 });
-  const stored = new Set(f.json.records.map((r) => r.transactionId));
-  for (const t of acked) assert.ok(stored.has(t), `acknowledged ${t} is missing`);
-  // offsets stay dense through the crash
-  const byPart = {};
-  for (const r of f.json.records) (byPart[r.partition] ||= []).push(r.offset);
-  for (const offs of Object.values(byPart)) assert.deepEqual(offs, [...Array(offs.length).keys()]);
 });
 
 test('cut connections are replaced without failing later requests', async () => {

@@ -98,6 +98,7 @@ DECLARE
     v_puuid uuid[];
     v_stamp bigint;
     v_base  bigint[];
+    v_locked bigint;
     v_full  bigint[];
 BEGIN
     -- 1. create missing queues and partitions, in name order. Lookups go element by element
@@ -160,8 +161,14 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 3. the partitions, in id order
+    -- 3. the partitions, in id order. A partition (or queue) deleted by the admin routes since
+    --    step 1 found it is skipped by the lock: raise a serialization failure; the group commit
+    --    retries, and the retry creates it again
     PERFORM 1 FROM queen.partitions x WHERE x.id = ANY (v_pid) ORDER BY x.id FOR UPDATE;
+    GET DIAGNOSTICS v_locked = ROW_COUNT;
+    IF v_locked <> (SELECT count(DISTINCT u.pid) FROM unnest(v_pid) AS u(pid)) THEN
+        RAISE EXCEPTION 'a partition was deleted during the push' USING ERRCODE = '40001';
+    END IF;
 
     -- 4. duplicates: report them and write nothing
     IF cardinality(p_dd_txn) > 0 THEN

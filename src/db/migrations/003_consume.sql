@@ -259,6 +259,12 @@ BEGIN
             CONTINUE;
         END IF;
         IF NOT cand.has_cursor THEN
+            -- the cursor's foreign key takes this lock anyway; taking it first tells a partition
+            -- deleted since the candidates were read (skipped) from one that is still there
+            PERFORM 1 FROM queen.partitions p WHERE p.id = cand.id FOR KEY SHARE;
+            IF NOT FOUND THEN
+                CONTINUE;
+            END IF;
             INSERT INTO queen.cursors (partition_id, consumer_group, queue_id, next_offset)
             VALUES (cand.id, p_group, v_qid,
                     CASE WHEN v_sub_ts IS NULL THEN cand.p_start ELSE queen.offset_at_ts_v1(cand.id, v_sub_ts) END)

@@ -1,0 +1,316 @@
+/* admin.c — SQL of the admin routes, record status, one-record decoding. */
+#include "admin.h"
+
+#include <string.h>
+
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "core/uuid.h"
+
+/* ---- consumer groups --------------------------------------------------------------------- */
+
+/* $1 tenant, $2 max pairs. One row per (queue, group). */
+const char ADMIN_GROUPS_SQL[] =
+    "SELECT g.queue_name, g.consumer_group, count(*) FILTER (WHERE g.has_cursor), count(g.partition_id), "
+    "count(*) FILTER (WHERE g.offset_lag > 0), coalesce(sum(g.offset_lag), 0)::int8, "
+    "coalesce(max(g.time_lag_us), 0)::int8, coalesce(bool_or(g.total_consumed > 0), false), "
+    "count(*) FILTER (WHERE g.lease_expires_at >= g.now_us), max(g.sub_mode), max(g.sub_ts), "
+    "max(g.sub_created_us), max(g.last_consumed_us) "
+    "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g "
+    "GROUP BY g.queue_name, g.consumer_group ORDER BY g.queue_name, g.consumer_group";
+
+/* $1 tenant, $2 max pairs, $3 min time lag (µs), $4 max rows. */
+const char ADMIN_LAGGING_SQL[] =
+    "SELECT g.consumer_group, g.queue_name, g.partition_name, g.partition_uuid, "
+    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END, g.offset_lag, g.time_lag_us, g.lag_ts, "
+    "g.last_consumed_us, g.next_offset, g.end_offset "
+    "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g "
+    "WHERE g.offset_lag > 0 AND g.time_lag_us >= $3::int8 "
+    "ORDER BY g.time_lag_us DESC, g.queue_name, g.partition_name, g.consumer_group LIMIT $4::int8";
+
+/* $1 tenant, $2 group, $3 max pairs. One row per (queue, partition). */
+const char ADMIN_GROUP_DETAIL_SQL[] =
+    "SELECT g.queue_name, g.partition_name, g.partition_uuid, g.has_cursor, g.next_offset, g.end_offset, "
+    "g.offset_lag, g.time_lag_us, CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END, "
+    "coalesce(g.lease_expires_at >= g.now_us, false), g.total_consumed, g.last_consumed_us, "
+    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_expires_at END, g.start_offset "
+    "FROM queen.group_lag_v1($1::uuid, NULL, $2::text, $3::int4) g "
+    "ORDER BY g.queue_name, g.partition_name";
+
+/* $1 tenant, $2 group, $3 queue (NULL = every queue), $4 delete subscriptions. */
+const char ADMIN_DELETE_GROUP_SQL[] =
+    "SELECT status, n_cursors, n_subscriptions FROM queen.delete_group_v1($1::uuid, $2::text, $3::text, $4::bool)";
+
+/* $1 tenant, $2 group, $3 start (µs). */
+const char ADMIN_SUBSCRIPTION_SQL[] = "SELECT queen.set_subscription_v1($1::uuid, $2::text, $3::int8)";
+
+/* $1 tenant, $2 group, $3 queue, $4 partition (NULL = all), $5 mode, $6 ts, $7 offset. */
+const char ADMIN_SEEK_SQL[] =
+    "SELECT status, partition_id, partition_uuid, partition_name, next_offset, previous_offset "
+    "FROM queen.seek_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::int8, $7::int8)";
+
+/* ---- dead letters ------------------------------------------------------------------------ */
+
+/* $1 tenant, $2 queue, $3 group, $4 partition, $5 from µs, $6 to µs (failed_at, inclusive),
+ * $7 limit, $8 offset, $9 requeued filter. One statement, so the total and the page come from
+ * one snapshot; with an empty page there is still one row (the total) with NULL columns. */
+const char ADMIN_DLQ_LIST_SQL[] =
+    "WITH f AS MATERIALIZED ("
+    " SELECT d.id, d.queue_id, d.partition_id, d.consumer_group, d.off, d.txn_id, d.ts, d.error, d.retry_count, "
+    "  d.record, d.failed_at, d.requeued_at "
+    " FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id JOIN queen.partitions p ON p.id = d.partition_id "
+    " WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) "
+    "  AND ($3::text IS NULL OR d.consumer_group = $3::text) AND ($4::text IS NULL OR p.name = $4::text) "
+    "  AND ($5::int8 IS NULL OR d.failed_at >= timestamptz 'epoch' + $5::int8 * interval '1 microsecond') "
+    "  AND ($6::int8 IS NULL OR d.failed_at <= timestamptz 'epoch' + $6::int8 * interval '1 microsecond') "
+    "  AND ($9::bool IS NULL OR (d.requeued_at IS NOT NULL) = $9::bool)) "
+    "SELECT t.total, ($2::text IS NULL OR EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid "
+    "  AND q.name = $2::text)), "
+    " x.id, x.qname, x.pname, x.puuid, x.pid, x.consumer_group, x.off, x.txn_id, x.ts, x.error, x.retry_count, "
+    " x.record, x.failed_us, x.requeued_us "
+    "FROM (SELECT count(*) AS total FROM f) t "
+    "LEFT JOIN LATERAL (SELECT f.id, q.name AS qname, p.name AS pname, p.uuid AS puuid, p.id AS pid, f.consumer_group, "
+    "  f.off, f.txn_id, f.ts, f.error, f.retry_count, f.record, f.failed_at, "
+    "  (extract(epoch FROM f.failed_at) * 1000000)::int8 AS failed_us, "
+    "  (extract(epoch FROM f.requeued_at) * 1000000)::int8 AS requeued_us "
+    " FROM f JOIN queen.queues q ON q.id = f.queue_id JOIN queen.partitions p ON p.id = f.partition_id "
+    " ORDER BY f.failed_at DESC, f.id DESC LIMIT $7::int8 OFFSET $8::int8) x ON true "
+    "ORDER BY x.failed_at DESC, x.id DESC";
+
+/* $1 tenant, $2 dead letter id. */
+const char ADMIN_DLQ_CLAIM_SQL[] =
+    "SELECT status, queue_name, partition_name, txn_id, rec, requeued_us FROM queen.dlq_claim_v1($1::uuid, $2::int8)";
+const char ADMIN_DLQ_UNCLAIM_SQL[] = "UPDATE queen.dead_letters SET requeued_at = NULL WHERE id = $1::int8";
+const char ADMIN_DLQ_DELETE_SQL[] =
+    "DELETE FROM queen.dead_letters d USING queen.queues q "
+    "WHERE d.id = $2::int8 AND q.id = d.queue_id AND q.tenant_id = $1::uuid RETURNING d.id";
+
+/* ---- resources --------------------------------------------------------------------------- */
+
+/* $1 tenant. Counts of the tenant's log; ingested = records stamped in the last 60 s (found
+ * through the partitions written in that minute, then their segments by stamp). */
+const char ADMIN_OVERVIEW_SQL[] =
+    "SELECT (SELECT count(*) FROM queen.queues q WHERE q.tenant_id = $1::uuid), count(v.partition_id), "
+    "(SELECT count(DISTINCT q.namespace) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.namespace <> ''), "
+    "(SELECT count(DISTINCT q.task) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.task <> ''), "
+    "coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, "
+    "coalesce(sum(v.completed), 0)::int8, "
+    "(SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.tenant_id = $1::uuid "
+    "  AND d.requeued_at IS NULL AND d.consumer_group = '" ADMIN_QUEUE_MODE "'), "
+    "(SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.tenant_id = $1::uuid "
+    "  AND d.requeued_at IS NULL), "
+    "(SELECT coalesce(sum(s.record_count), 0)::int8 FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
+    "  JOIN queen.segments s ON s.partition_id = p.id AND s.ts > queen.now_us() - 60000000 "
+    "  WHERE q.tenant_id = $1::uuid AND p.last_ts > queen.now_us() - 60000000), "
+    "queen.now_us() "
+    "FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE q.tenant_id = $1::uuid";
+
+/* $1 tenant, $2 max pairs. Lag over every (group, partition) of the first pairs. */
+const char ADMIN_OVERVIEW_LAG_SQL[] =
+    "SELECT count(*), coalesce(avg(g.time_lag_us), 0)::float8, "
+    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.time_lag_us), 0)::float8, "
+    "coalesce(min(g.time_lag_us), 0)::int8, coalesce(max(g.time_lag_us), 0)::int8, "
+    "coalesce(avg(g.offset_lag), 0)::float8, "
+    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.offset_lag), 0)::float8, "
+    "coalesce(min(g.offset_lag), 0)::int8, coalesce(max(g.offset_lag), 0)::int8 "
+    "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g WHERE g.partition_id IS NOT NULL";
+
+/* $1 tenant, $2 namespace, $3 task, $4 limit, $5 offset. Newest first. */
+const char ADMIN_QUEUES_SQL[] =
+    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, "
+    "count(v.partition_id), coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, "
+    "coalesce(sum(v.processing), 0)::int8, coalesce(sum(v.completed), 0)::int8, q.configured, "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.queue_id = q.id AND d.requeued_at IS NULL), "
+    "count(*) OVER (), coalesce(max(v.last_ts), 0)::int8 "
+    "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "
+    "WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.namespace = $2::text) "
+    "AND ($3::text IS NULL OR q.task = $3::text) "
+    "GROUP BY q.id ORDER BY q.created_at DESC, q.id DESC LIMIT $4::int8 OFFSET $5::int8";
+
+/* $1 tenant, $2 queue, $3 max partitions. One row per partition (one row with NULL partition
+ * columns when the queue has none; no row when the queue does not exist). */
+const char ADMIN_QUEUE_SQL[] =
+    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, q.options::text, "
+    "q.configured, v.uuid, v.name, v.created_us, v.total, v.completed, v.processing, v.pending, v.start_offset, "
+    "v.next_offset, v.last_ts, "
+    "(SELECT s.ts FROM queen.segments s WHERE s.partition_id = v.partition_id AND s.last_offset >= v.start_offset "
+    "  ORDER BY s.last_offset LIMIT 1), "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL), "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL "
+    "  AND d.consumer_group = '" ADMIN_QUEUE_MODE "'), "
+    "v.queue_consumed, v.lease_expires_at, v.partition_id, v.has_queue_cursor "
+    "FROM queen.queues q LEFT JOIN LATERAL (SELECT * FROM queen.partition_counts_v1 x WHERE x.queue_id = q.id "
+    "  ORDER BY x.name LIMIT $3::int8) v ON true "
+    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY v.name";
+
+/* $1 tenant, $2 queue, $3 max pairs: every group's position on every partition. */
+const char ADMIN_QUEUE_GROUPS_SQL[] =
+    "SELECT g.partition_id, g.consumer_group, g.has_cursor, g.next_offset, g.offset_lag, g.time_lag_us, "
+    "coalesce(g.lease_expires_at >= g.now_us, false) "
+    "FROM queen.group_lag_v1($1::uuid, $2::text, NULL, $3::int4) g WHERE g.partition_id IS NOT NULL "
+    "ORDER BY g.partition_id, g.consumer_group";
+
+/* $1 tenant, $2 queue, $3 max pairs: per group totals. */
+const char ADMIN_QUEUE_GROUP_TOTALS_SQL[] =
+    "SELECT g.consumer_group, count(*) FILTER (WHERE g.has_cursor), count(*) FILTER (WHERE g.offset_lag > 0), "
+    "coalesce(sum(g.offset_lag), 0)::int8, coalesce(max(g.time_lag_us), 0)::int8, "
+    "coalesce(bool_or(g.total_consumed > 0), false), max(g.sub_mode), max(g.sub_ts) "
+    "FROM queen.group_lag_v1($1::uuid, $2::text, NULL, $3::int4) g GROUP BY g.consumer_group ORDER BY 1";
+
+#define ADMIN_GROUPED_BY(col)                                                                                       \
+    "SELECT q." col ", count(DISTINCT q.id), count(v.partition_id), coalesce(sum(v.total), 0)::int8, "             \
+    "coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, coalesce(sum(v.completed), 0)::int8 " \
+    "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "                               \
+    "WHERE q.tenant_id = $1::uuid AND q." col " <> '' GROUP BY q." col " ORDER BY q." col " LIMIT 10000"
+
+/* $1 tenant */
+const char ADMIN_NAMESPACES_SQL[] = ADMIN_GROUPED_BY("namespace");
+const char ADMIN_TASKS_SQL[] = ADMIN_GROUPED_BY("task");
+
+/* $1 tenant, $2 queue (, $3 partition) */
+const char ADMIN_DELETE_QUEUE_SQL[] = "SELECT existed, n_partitions, n_records FROM queen.delete_queue_v1($1::uuid, $2::text)";
+const char ADMIN_DELETE_PARTITION_SQL[] =
+    "SELECT status, partition_uuid, n_records FROM queen.delete_partition_v1($1::uuid, $2::text, $3::text)";
+const char ADMIN_QUEUE_EXISTS_SQL[] =
+    "SELECT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text)";
+
+/* ---- messages ---------------------------------------------------------------------------- */
+
+/* $1 tenant, $2 queue, $3 partition, $4 namespace, $5 task, $6 status, $7 from µs, $8 to µs,
+ * $9 skip, $10 take. See list_messages_v1 for the rows. */
+const char ADMIN_LIST_MESSAGES_SQL[] =
+    "SELECT kind, ord, pid, puuid, pname, qname, ns, task, prio, i1, i2, i3, i4, i5, seg_data "
+    "FROM queen.list_messages_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::int8, $8::int8, "
+    "$9::int8, $10::int8)";
+
+/* $1 tenant, $2 partition uuid */
+const char ADMIN_MESSAGE_PARTITION_SQL[] =
+    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, q.options::text "
+    "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
+
+/* $1 tenant, $2 partition uuid, $3 txn, $4 message id's partition, $5 its offset, $6 scan
+ * from (µs), $7 max segments, $8 max bytes */
+const char ADMIN_MESSAGE_FIND_SQL[] =
+    "SELECT target, base_offset, last_offset, ts, record_count, data FROM queen.message_find_v1($1::uuid, $2::uuid, "
+    "$3::text, $4::int8, $5::int8, $6::int8, $7::int4, $8::int8)";
+
+/* $1 tenant, $2 partition uuid */
+const char ADMIN_MESSAGE_CURSORS_SQL[] =
+    "SELECT c.consumer_group, c.next_offset, c.lease_start, c.lease_end, c.lease_expires_at, c.retry_count, "
+    "coalesce(c.lease_expires_at >= queen.now_us(), false) "
+    "FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id JOIN queen.queues q ON q.id = p.queue_id "
+    "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid ORDER BY c.consumer_group LIMIT 10000";
+
+/* $1 tenant, $2 partition uuid, $3 txn, $4 offset */
+const char ADMIN_MESSAGE_DEAD_SQL[] =
+    "SELECT d.id, d.consumer_group, d.off, d.error, d.retry_count, (extract(epoch FROM d.failed_at) * 1000000)::int8, "
+    "d.record, d.txn_id, d.ts "
+    "FROM queen.dead_letters d JOIN queen.partitions p ON p.id = d.partition_id JOIN queen.queues q ON q.id = p.queue_id "
+    "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid AND (d.txn_id = $3::text OR d.off = $4::int8) "
+    "ORDER BY d.id DESC LIMIT 100";
+
+/* ---- metrics ----------------------------------------------------------------------------- */
+
+/* $1 limit */
+const char ADMIN_METRICS_LAG_SQL[] =
+    "SELECT kind, tenant_id, queue_name, consumer_group, val, lag_us FROM queen.metrics_lag_v1($1::int4)";
+
+/* ---- pure helpers ------------------------------------------------------------------------ */
+
+enum rec_status admin_record_status(int64_t off, int64_t done, int64_t live_end, int dead)
+{
+    if (dead)
+        return REC_DEAD_LETTER;
+    if (off < done)
+        return REC_COMPLETED;
+    if (off < live_end)
+        return REC_PROCESSING;
+    return REC_PENDING;
+}
+
+static const char *const status_names[] = {"pending", "processing", "completed", "dead_letter"};
+
+const char *admin_status_name(enum rec_status s)
+{
+    return (unsigned)s < ARRAY_LEN(status_names) ? status_names[s] : "unknown";
+}
+
+int admin_status_parse(const char *s, enum rec_status *out)
+{
+    for (unsigned i = 0; i < ARRAY_LEN(status_names); i++) {
+        if (strcmp(s, status_names[i]) == 0) {
+            *out = (enum rec_status)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int admin_record_decode(const uint8_t *rec, size_t len, uint64_t offset, buf *scratch, record_view *out)
+{
+    /* a one-record segment: the version byte, then the record as stored */
+    buf_reset(scratch);
+    segment_begin(scratch);
+    if (buf_append(scratch, rec, len) < 0)
+        return -1;
+    seg_reader sr;
+    if (seg_reader_init(&sr, (const uint8_t *)scratch->data, scratch->len, offset, 1) < 0)
+        return -1;
+    if (seg_reader_next(&sr, out) != 1)
+        return -1;
+    record_view extra;
+    /* exactly one record and nothing after it */
+    return seg_reader_next(&sr, &extra) == 0 ? 0 : -1;
+}
+
+void admin_payload_json(buf *b, const record_view *v)
+{
+    if (v->payload_len == 0 || (v->flags & REC_ENCRYPTED))
+        buf_puts(b, "null");
+    else
+        buf_append(b, v->payload, v->payload_len);
+}
+
+int64_t admin_uuid_v7_time_us(const char *txn, size_t len)
+{
+    uuid u;
+    if (uuid_parse(txn, len, &u) < 0 || (u.b[6] >> 4) != 7 || (u.b[8] & 0xc0) != 0x80)
+        return 0;
+    uint64_t ms = 0;
+    for (int i = 0; i < 6; i++)
+        ms = ms << 8 | u.b[i];
+    return (int64_t)ms * 1000;
+}
+
+const char *admin_group_state(int64_t max_time_lag_us, int ever_consumed)
+{
+    if (max_time_lag_us > ADMIN_LAGGING_AFTER_US)
+        return "Lagging";
+    return ever_consumed ? "Stable" : "Dead";
+}
+
+void admin_iso_ms_or_null(buf *b, int64_t us)
+{
+    if (us <= 0) {
+        buf_puts(b, "null");
+        return;
+    }
+    char t[32];
+    format_iso_ms(us, t);
+    buf_putc(b, '"');
+    buf_puts(b, t);
+    buf_putc(b, '"');
+}
+
+void admin_iso_us_or_null(buf *b, int64_t us)
+{
+    if (us <= 0) {
+        buf_puts(b, "null");
+        return;
+    }
+    char t[32];
+    format_iso_us(us, t);
+    buf_putc(b, '"');
+    buf_puts(b, t);
+    buf_putc(b, '"');
+}

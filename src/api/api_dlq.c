@@ -1,0 +1,347 @@
+/* api_dlq.c — the dead letters: GET /api/v1/dlq (filtered, paged, with a total),
+ * POST /api/v1/dlq/:id/requeue (append the record again through the normal push path),
+ * DELETE /api/v1/dlq/:id.
+ *
+ * A dead letter keeps its own copy of the record's bytes (one encoded record, see
+ * storage/record.h); it is decoded here in C, as the log's segments are. Paging applies
+ * LIMIT/OFFSET to rows (the earlier release applied them after aggregation, so any offset
+ * returned nothing). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/admin.h"
+#include "app.h"
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "core/uuid.h"
+
+/* ---- GET /api/v1/dlq --------------------------------------------------------------------- */
+
+typedef struct dlq_list_ctx {
+    const char *queue;
+    int64_t limit, offset;
+} dlq_list_ctx;
+
+static void dead_letter_json(buf *b, const PGresult *x, int i, buf *scratch)
+{
+    char pu[37];
+    res_uuid(x, i, 5, pu);
+    uint64_t pid = (uint64_t)res_i64(x, i, 6);
+    int64_t off = res_i64(x, i, 8);
+    uuid mid;
+    uuid_message_id(pid, (uint64_t)off, &mid);
+    char ms[37];
+    uuid_format(&mid, ms);
+    buf_printf(b, "{\"id\":\"%s\",\"dlqId\":%lld,\"transactionId\":", ms, (long long)res_i64(x, i, 2));
+    res_json_str(b, x, i, 9);
+    buf_printf(b, ",\"partitionId\":\"%s\",\"queue\":", pu);
+    res_json_str(b, x, i, 3);
+    buf_puts(b, ",\"partition\":");
+    res_json_str(b, x, i, 4);
+    buf_printf(b, ",\"offset\":%lld,\"consumerGroup\":", (long long)off);
+    res_json_str(b, x, i, 7);
+    buf_puts(b, ",\"errorMessage\":");
+    res_json_str(b, x, i, 11);
+    buf_printf(b, ",\"retryCount\":%lld,\"data\":", (long long)res_i64(x, i, 12));
+    record_view v;
+    int have = !res_null(x, i, 13) &&
+               admin_record_decode((const uint8_t *)PQgetvalue(x, i, 13), (size_t)PQgetlength(x, i, 13), (uint64_t)off,
+                                   scratch, &v) == 0;
+    if (have)
+        admin_payload_json(b, &v);
+    else
+        buf_puts(b, "null");
+    buf_puts(b, ",\"traceId\":");
+    if (have && v.trace) {
+        char t[37];
+        format_uuid_text(v.trace, t);
+        buf_printf(b, "\"%s\"", t);
+    } else {
+        buf_puts(b, "null");
+    }
+    buf_puts(b, ",\"producerSub\":");
+    if (have && v.producer)
+        jw_string(b, v.producer, v.producer_len);
+    else
+        buf_puts(b, "null");
+    buf_printf(b, ",\"isEncrypted\":%s,\"createdAt\":", have && (v.flags & REC_ENCRYPTED) ? "true" : "false");
+    admin_iso_us_or_null(b, res_i64(x, i, 10));
+    buf_puts(b, ",\"failedAt\":");
+    admin_iso_ms_or_null(b, res_i64(x, i, 14));
+    buf_puts(b, ",\"requeuedAt\":");
+    admin_iso_ms_or_null(b, res_i64(x, i, 15));
+    buf_putc(b, '}');
+}
+
+static void on_dlq_list(api_query *q, PGresult *const *res)
+{
+    dlq_list_ctx *c = q->arg;
+    PGresult *x = res[0];
+    int n = PQntuples(x);
+    if (n > 0 && !res_bool(x, 0, 1)) {
+        http_respond_error(q->http, 404, "queue not found: %s", c->queue);
+        return;
+    }
+    int64_t total = n > 0 ? res_i64(x, 0, 0) : 0;
+    buf b, scratch;
+    buf_init(&b, 0);
+    buf_init(&scratch, 0);
+    buf_puts(&b, "{\"messages\":[");
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (res_null(x, i, 2))
+            continue; /* the page is empty: the row only carries the total */
+        if (k++)
+            buf_putc(&b, ',');
+        dead_letter_json(&b, x, i, &scratch);
+    }
+    buf_printf(&b, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld,\"total\":%lld,\"hasMore\":%s}}",
+               (long long)total, (long long)c->limit, (long long)c->offset, (long long)total,
+               c->offset + k < total ? "true" : "false");
+    buf_free(&scratch);
+    http_respond_json(q->http, 200, &b);
+    buf_free(&b);
+}
+
+void api_dlq_list(http_req *r)
+{
+    dlq_list_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    int64_t from = 0, to = 0;
+    int has_from, has_to, requeued = -1;
+    if (api_query_int_or_respond(r, "limit", 100, 1, ADMIN_DLQ_MAX_LIMIT, &c->limit) < 0 ||
+        api_query_int_or_respond(r, "offset", 0, 0, ADMIN_DLQ_MAX_OFFSET, &c->offset) < 0 ||
+        api_query_time_or_respond(r, "from", &from, &has_from) < 0 ||
+        api_query_time_or_respond(r, "to", &to, &has_to) < 0 ||
+        api_query_bool_or_respond(r, "requeued", -1, &requeued) < 0)
+        return;
+    c->queue = api_query_str(r, "queue");
+    api_query *q = api_query_new(r, on_dlq_list, c);
+    int s = api_query_stmt(q, ADMIN_DLQ_LIST_SQL);
+    api_param_uuid(q, s, r->tenant);
+    api_param_text(q, s, c->queue);
+    api_param_text(q, s, api_query_str(r, "consumerGroup"));
+    api_param_text(q, s, api_query_str(r, "partition"));
+    if (has_from)
+        api_param_i64(q, s, from);
+    else
+        api_param_null(q, s);
+    if (has_to)
+        api_param_i64(q, s, to);
+    else
+        api_param_null(q, s);
+    api_param_i64(q, s, c->limit);
+    api_param_i64(q, s, c->offset);
+    if (requeued < 0)
+        api_param_null(q, s);
+    else
+        api_param_bool(q, s, requeued);
+    api_query_submit(q);
+}
+
+/* ---- POST /api/v1/dlq/:id/requeue -------------------------------------------------------- */
+
+/* The requeue: claim the dead letter (mark it requeued, so a second requeue is refused), push
+ * its record again to the same queue and partition through the group commit, answer the push
+ * result. A failed push clears the mark again. */
+typedef struct requeue_ctx {
+    http_req *http;
+    app *a;
+    int64_t id;
+    int keep_txn;
+    push_req req;
+    push_item item;
+    db_req unclaim;
+    char id_text[24];
+    const char *unclaim_values[1];
+    buf scratch;
+} requeue_ctx;
+
+static void on_unclaimed(db_req *d)
+{
+    requeue_ctx *c = d->arg;
+    db_req_clear(d);
+    http_respond_error(c->http, c->req.err_status ? c->req.err_status : 500, "requeue of dead letter %lld failed: %s",
+                       (long long)c->id, c->req.err);
+}
+
+static void on_requeued(push_req *pr)
+{
+    requeue_ctx *c = pr->arg;
+    if (pr->err_status) {
+        /* give the dead letter back, then answer the push's error */
+        snprintf(c->id_text, sizeof c->id_text, "%lld", (long long)c->id);
+        c->unclaim_values[0] = c->id_text;
+        c->unclaim.nstmt = 1;
+        c->unclaim.stmt[0] = (db_stmt){ADMIN_DLQ_UNCLAIM_SQL, 1, c->unclaim_values, NULL, NULL, 0};
+        c->unclaim.done = on_unclaimed;
+        c->unclaim.arg = c;
+        if (db_submit(c->a->db, &c->unclaim) < 0)
+            http_respond_error(c->http, pr->err_status, "requeue of dead letter %lld failed: %s", (long long)c->id,
+                               pr->err);
+        return;
+    }
+    push_item *it = &c->item;
+    uuid mid;
+    uuid_message_id(it->partition_id, it->offset, &mid);
+    char ms[37], pu[37];
+    uuid_format(&mid, ms);
+    format_uuid_text(it->partition_uuid, pu);
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"requeued\":true,\"dlqId\":%lld,\"queue\":", (long long)c->id);
+    jw_string(&b, it->queue, it->queue_len);
+    buf_puts(&b, ",\"partition\":");
+    jw_string(&b, it->partition, it->partition_len);
+    buf_printf(&b, ",\"partitionId\":\"%s\",\"messageId\":\"%s\",\"offset\":%llu,\"transactionId\":", pu, ms,
+               (unsigned long long)it->offset);
+    jw_string(&b, it->txn, it->txn_len);
+    buf_printf(&b, ",\"status\":\"%s\",\"createdAt\":", it->status == PUSH_DUPLICATE ? "duplicate" : "queued");
+    admin_iso_us_or_null(&b, it->ts);
+    buf_putc(&b, '}');
+    http_respond_json(c->http, 201, &b);
+    buf_free(&b);
+}
+
+static void on_claimed(api_query *q, PGresult *const *res)
+{
+    requeue_ctx *c = q->arg;
+    http_req *r = q->http;
+    PGresult *x = res[0];
+    const char *status = res_text(x, 0, 0, NULL);
+    if (strcmp(status, "not_found") == 0) {
+        http_respond_error(r, 404, "dead letter not found: %lld", (long long)c->id);
+        return;
+    }
+    if (strcmp(status, "already_requeued") == 0) {
+        char at[32];
+        format_iso_ms(res_i64(x, 0, 5), at);
+        http_respond_error(r, 409, "dead letter %lld was already requeued at %s", (long long)c->id, at);
+        return;
+    }
+    if (strcmp(status, "no_record") == 0) {
+        http_respond_error(r, 409, "dead letter %lld has no stored record to requeue", (long long)c->id);
+        return;
+    }
+    record_view v;
+    if (admin_record_decode((const uint8_t *)PQgetvalue(x, 0, 4), (size_t)PQgetlength(x, 0, 4), 0, &c->scratch,
+                            &v) < 0) {
+        buf_free(&c->scratch);
+        /* leave it claimed: a record that cannot be decoded cannot be requeued either */
+        http_respond_error(r, 500, "the record of dead letter %lld could not be decoded", (long long)c->id);
+        return;
+    }
+    /* everything the push reads lives in the request arena until it is done */
+    push_item *it = &c->item;
+    size_t ql, pl;
+    const char *qn = res_text(x, 0, 1, &ql), *pn = res_text(x, 0, 2, &pl);
+    it->queue = arena_strndup(&r->ar, qn, ql);
+    it->queue_len = (uint32_t)ql;
+    it->partition = arena_strndup(&r->ar, pn, pl);
+    it->partition_len = (uint32_t)pl;
+    if (v.payload_len) {
+        it->payload = arena_strndup(&r->ar, v.payload, v.payload_len);
+        it->payload_len = (uint32_t)v.payload_len;
+    }
+    if (v.trace) {
+        memcpy(it->trace, v.trace, 16);
+        it->has_trace = 1;
+    }
+    if (c->keep_txn) {
+        /* the original transactionId, but not deduplicated: the point is to deliver it again */
+        char txn[512];
+        size_t tl = record_txn_text(&v, txn, sizeof txn);
+        it->txn = arena_strndup(&r->ar, txn, tl);
+        it->txn_len = (uint32_t)tl;
+    } else {
+        uuid u;
+        uuid_v7(&u);
+        char *t = arena_alloc(&r->ar, 37);
+        uuid_format(&u, t);
+        it->txn = t;
+        it->txn_len = 36;
+    }
+    it->txn_producer = 0;
+    push_req *pr = &c->req;
+    memcpy(pr->tenant, r->tenant, 16);
+    if (v.producer) {
+        pr->producer = arena_strndup(&r->ar, v.producer, v.producer_len);
+        pr->producer_len = (uint32_t)v.producer_len;
+    }
+    buf_free(&c->scratch);
+    pr->items = it;
+    pr->n = 1;
+    pr->done = on_requeued;
+    pr->arg = c;
+    pusher_submit(c->a->push, pr);
+}
+
+static int dlq_id_or_respond(http_req *r, int64_t *id)
+{
+    char *end;
+    long long v = strtoll(r->params[0], &end, 10);
+    if (*end || end == r->params[0] || v <= 0) {
+        http_respond_error(r, 400, "dead letter id must be a positive integer (the dlqId of GET /api/v1/dlq)");
+        return -1;
+    }
+    *id = v;
+    return 0;
+}
+
+void api_dlq_requeue(http_req *r)
+{
+    requeue_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    buf_init(&c->scratch, 0);
+    if (dlq_id_or_respond(r, &c->id) < 0)
+        return;
+    if (r->body && r->body_len) {
+        json_doc d;
+        if (api_parse_body_or_respond(r, &d, 0) < 0)
+            return;
+        int t = json_get(&d, 0, "keepTransactionId");
+        int ty = json_type_of(&d, t);
+        json_doc_free(&d);
+        if (t >= 0 && ty != JSON_TRUE && ty != JSON_FALSE && ty != JSON_NULL) {
+            http_respond_error(r, 400, "keepTransactionId must be true or false");
+            return;
+        }
+        c->keep_txn = ty == JSON_TRUE;
+    }
+    api_query *q = api_query_new(r, on_claimed, c);
+    int s = api_query_stmt(q, ADMIN_DLQ_CLAIM_SQL);
+    api_param_uuid(q, s, r->tenant);
+    api_param_i64(q, s, c->id);
+    api_query_submit(q);
+}
+
+/* ---- DELETE /api/v1/dlq/:id -------------------------------------------------------------- */
+
+static void on_dlq_deleted(api_query *q, PGresult *const *res)
+{
+    int64_t *id = q->arg;
+    if (PQntuples(res[0]) == 0) {
+        http_respond_error(q->http, 404, "dead letter not found: %lld", (long long)*id);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"deleted\":true,\"dlqId\":%lld}", (long long)*id);
+    http_respond_json(q->http, 200, &b);
+    buf_free(&b);
+}
+
+void api_dlq_delete(http_req *r)
+{
+    int64_t *id = arena_alloc(&r->ar, sizeof *id);
+    if (dlq_id_or_respond(r, id) < 0)
+        return;
+    api_query *q = api_query_new(r, on_dlq_deleted, id);
+    int s = api_query_stmt(q, ADMIN_DLQ_DELETE_SQL);
+    api_param_uuid(q, s, r->tenant);
+    api_param_i64(q, s, *id);
+    api_query_submit(q);
+}
