@@ -69,6 +69,7 @@ void api_register(app *a)
     http_route(s, "GET", "/api/v1/status/queues/:queue", api_status_queue, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages", api_messages_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages/:partitionId/:transactionId", api_message_get, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/api/v1/messages/:partitionId/:transactionId", api_message_delete, ACCESS_READ_WRITE);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)

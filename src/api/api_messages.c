@@ -1,5 +1,6 @@
 /* api_messages.c — browsing the log: GET /api/v1/messages (filtered, newest first, paged) and
- * GET /api/v1/messages/:partitionId/:transactionId (one record with its payload).
+ * GET /api/v1/messages/:partitionId/:transactionId (one record with its payload) and DELETE
+ * of one (queen.message_delete_v1 marks it deleted in its segment; readers skip it).
  *
  * Records live in segments that only C can decode. The list is one call of
  * queen.list_messages_v1, which counts matching records per segment from offsets (so it can
@@ -228,6 +229,8 @@ static void on_messages(api_query *q, PGresult *const *res)
             if (c->has_status && st != c->status)
                 continue;
             int64_t at = idx++;
+            if (v->flags & REC_DELETED)
+                continue; /* counted where SQL counts it, so pages still line up; not listed */
             if (at < c->offset)
                 continue;
             if (at >= end) {
@@ -314,6 +317,7 @@ void api_messages_list(http_req *r)
 /* ---- GET /api/v1/messages/:partitionId/:transactionId ------------------------------------ */
 
 typedef struct get_ctx {
+    uint8_t part[16];
     const char *txn;
     size_t txn_len;
     int is_msg_id;
@@ -332,6 +336,8 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
             return -1;
         int rc;
         while ((rc = seg_reader_next(&sr, v)) == 1) {
+            if (v->flags & REC_DELETED)
+                continue;
             if (target >= 0) {
                 if ((int64_t)v->offset != target)
                     continue;
@@ -546,23 +552,26 @@ static void on_message(api_query *q, PGresult *const *res)
     buf_free(&b);
 }
 
-void api_message_get(http_req *r)
+/* The statements that find one record: 0 its partition, 1 the segments that may hold it,
+ * 2 the partition's cursors (with_cursors), then its dead letters. */
+static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, api_query **out)
 {
     uuid pu;
     if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
         http_respond_error(r, 400, "partitionId must be a UUID");
-        return;
+        return NULL;
     }
     get_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     buf_init(&c->scratch, 0);
+    memcpy(c->part, pu.b, 16);
     c->txn = r->params[1];
     c->txn_len = strlen(c->txn);
     uuid mid;
     if (uuid_parse(c->txn, c->txn_len, &mid) == 0 && uuid_message_id_decode(&mid, &c->msg_pid, &c->msg_off) == 0)
         c->is_msg_id = 1;
     int64_t v7 = admin_uuid_v7_time_us(c->txn, c->txn_len);
-    api_query *q = api_query_new(r, on_message, c);
+    api_query *q = api_query_new(r, done, c);
     int s = api_query_stmt(q, ADMIN_MESSAGE_PARTITION_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
@@ -583,9 +592,11 @@ void api_message_get(http_req *r)
         api_param_null(q, s);
     api_param_i64(q, s, ADMIN_FIND_MAX_SEGMENTS);
     api_param_i64(q, s, ADMIN_FIND_MAX_BYTES);
-    s = api_query_stmt(q, ADMIN_MESSAGE_CURSORS_SQL);
-    api_param_uuid(q, s, r->tenant);
-    api_param_uuid(q, s, pu.b);
+    if (with_cursors) {
+        s = api_query_stmt(q, ADMIN_MESSAGE_CURSORS_SQL);
+        api_param_uuid(q, s, r->tenant);
+        api_param_uuid(q, s, pu.b);
+    }
     s = api_query_stmt(q, ADMIN_MESSAGE_DEAD_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
@@ -594,5 +605,94 @@ void api_message_get(http_req *r)
         api_param_i64(q, s, (int64_t)c->msg_off);
     else
         api_param_null(q, s);
-    api_query_submit(q);
+    *out = q;
+    return c;
+}
+
+void api_message_get(http_req *r)
+{
+    api_query *q;
+    if (message_query(r, on_message, 1, &q))
+        api_query_submit(q);
+}
+
+/* ---- DELETE /api/v1/messages/:partitionId/:transactionId --------------------------------- */
+
+static void respond_deleted(http_req *r, int ok)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"success\":%s,\"partitionId\":", ok ? "true" : "false");
+    jw_cstr(&b, r->params[0]);
+    buf_puts(&b, ",\"transactionId\":");
+    jw_cstr(&b, r->params[1]);
+    buf_printf(&b, ",\"message\":\"%s\"}", ok ? "Message deleted successfully" : "Message not found");
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void on_deleted(api_query *q, PGresult *const *res)
+{
+    respond_deleted(q->http, PQntuples(res[0]) == 1 && res_bool(res[0], 0, 0));
+}
+
+static void on_delete_found(api_query *q, PGresult *const *res)
+{
+    get_ctx *c = q->arg;
+    http_req *r = q->http;
+    PGresult *pi = res[0], *f = res[1], *dl = res[2];
+    if (PQntuples(pi) == 0) {
+        buf_free(&c->scratch);
+        respond_deleted(r, 0);
+        return;
+    }
+    int64_t pid = res_i64(pi, 0, 0);
+    record_view v;
+    int64_t ts, off = -1;
+    char txn[512];
+    size_t tl = 0;
+    int found = find_in_segments(c, f, &v, &ts);
+    if (found < 0) {
+        buf_free(&c->scratch);
+        http_respond_error(r, 500, "a stored segment could not be decoded");
+        return;
+    }
+    if (found) {
+        off = (int64_t)v.offset;
+        tl = record_txn_text(&v, txn, sizeof txn);
+    } else {
+        /* retention removed it from the log; a dead letter may still hold a copy */
+        for (int i = 0; i < PQntuples(dl) && off < 0; i++) {
+            int64_t o = res_i64(dl, i, 2);
+            size_t dl_len;
+            const char *t = res_text(dl, i, 7, &dl_len);
+            if ((c->is_msg_id && (int64_t)c->msg_pid == pid && (uint64_t)o == c->msg_off) ||
+                (dl_len == c->txn_len && memcmp(t, c->txn, dl_len) == 0)) {
+                off = o;
+                tl = dl_len < sizeof txn ? dl_len : sizeof txn - 1;
+                memcpy(txn, t, tl);
+            }
+        }
+    }
+    buf_free(&c->scratch);
+    if (off < 0) {
+        respond_deleted(r, 0);
+        return;
+    }
+    txn[tl] = 0;
+    char *t = arena_strndup(&r->ar, txn, tl);
+    api_query *d = api_query_new(r, on_deleted, c);
+    int s = api_query_stmt(d, "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)");
+    api_param_uuid(d, s, r->tenant);
+    api_param_uuid(d, s, c->part);
+    api_param_i64(d, s, off);
+    api_param_text(d, s, t);
+    api_query_submit(d);
+}
+
+void api_message_delete(http_req *r)
+{
+    api_query *q;
+    if (message_query(r, on_delete_found, 0, &q))
+        api_query_submit(q);
 }

@@ -158,6 +158,12 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
 
 static void respond_messages(pop_ctx *c)
 {
+    if (c->nmsgs == 0) {
+        /* every record it claimed had been deleted; the lease store moved the cursor past them */
+        buf_free(&c->msgs);
+        respond_empty(c, 204, NULL);
+        return;
+    }
     char lease[37] = "";
     if (!c->args.auto_ack)
         uuid_format(&c->lease, lease);
@@ -202,6 +208,12 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
         }
     }
     bt->cur_count++;
+    if (v->flags & REC_DELETED) {
+        /* deleted (DELETE /api/v1/messages): not delivered; its lease slot is done already */
+        if (!bt->args.auto_ack)
+            lease_store_add_deleted(&bt->ls);
+        return;
+    }
     char txn[512];
     size_t tl = record_txn_text(v, txn, sizeof txn);
     if (!bt->args.auto_ack)

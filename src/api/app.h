@@ -102,6 +102,7 @@ void api_status_queues(http_req *r);
 void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
+void api_message_delete(http_req *r);
 /* Appends the per-queue lag and dead-letter gauges to a Prometheus body and answers; `body`
  * is taken over. Without the database the gauges are left out (the rest still answers). */
 void api_metrics_lag_finish(http_req *r, buf *body);

@@ -89,6 +89,7 @@ typedef struct lease_store {
 void lease_store_init(lease_store *ls);
 void lease_store_add_partition(lease_store *ls, const uuid *lease, uint64_t pid, uint32_t count);
 void lease_store_add_txn(lease_store *ls, const char *txn, size_t len);
+void lease_store_add_deleted(lease_store *ls); /* a deleted record: a NULL transactionId, done at once */
 void lease_store_finish(lease_store *ls, const char *group);
 void lease_store_free(lease_store *ls);
 

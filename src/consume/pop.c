@@ -182,6 +182,11 @@ void lease_store_add_txn(lease_store *ls, const char *txn, size_t len)
     pgarray_add(&ls->txns, txn, len);
 }
 
+void lease_store_add_deleted(lease_store *ls)
+{
+    pgarray_add_null(&ls->txns);
+}
+
 void lease_store_finish(lease_store *ls, const char *group)
 {
     sql_params *p = &ls->sp;

@@ -160,6 +160,10 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
         while ((rc = seg_reader_next(&sr, &v)) == 1) {
             if ((int64_t)v.offset < cur.from)
                 continue;
+            if (v.flags & REC_DELETED) {
+                cur.next_offset = (int64_t)v.offset + 1;
+                continue;
+            }
             if (sum->records >= (uint64_t)a->max_records ||
                 (sum->records > 0 && sum->bytes + v.payload_len > (uint64_t)a->max_bytes)) {
                 stopped = 1;

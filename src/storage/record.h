@@ -23,7 +23,8 @@
 #define REC_PRODUCER 0x04u
 #define REC_ENCRYPTED 0x08u    /* payload bytes are sealed (AES-256-GCM envelope) */
 #define REC_TXN_PRODUCER 0x10u /* the transactionId came from the producer (not generated) */
-#define REC_KNOWN_FLAGS 0x1fu
+#define REC_DELETED 0x20u      /* deleted (DELETE /api/v1/messages): txn kept, no trace, producer or payload */
+#define REC_KNOWN_FLAGS 0x3fu
 
 typedef struct record_in {
     const char *txn;       /* transactionId text */

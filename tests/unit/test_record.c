@@ -374,11 +374,11 @@ static void test_corrupt_inputs(void **state)
     static const uint8_t sh2[] = {REC_TRACE, 0x00, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     expect_corrupt(sh2, sizeof sh2, 1, 0);
     /* unknown flag bits */
-    for (unsigned bit = 5; bit < 8; bit++) {
+    for (unsigned bit = 6; bit < 8; bit++) {
         uint8_t uf[] = {(uint8_t)(1u << bit), 0x00, 0x00};
         expect_corrupt(uf, sizeof uf, 1, 0);
     }
-    static const uint8_t uf2[] = {0x00, 0x00, 0x00, 0xe0, 0x00, 0x00};
+    static const uint8_t uf2[] = {0x00, 0x00, 0x00, 0xc0, 0x00, 0x00};
     expect_corrupt(uf2, sizeof uf2, 2, 1);
     /* a good record then a truncated one */
     static const uint8_t gt[] = {0x00, 0x00, 0x00, 0x00, 0x01};
@@ -388,7 +388,7 @@ static void test_corrupt_inputs(void **state)
 static void test_every_flag_combination(void **state)
 {
     (void)state;
-    /* all 32 known-flag combinations decode; hand-built so REC_* layout is pinned */
+    /* all 64 known-flag combinations decode; hand-built so REC_* layout is pinned */
     for (unsigned f = 0; f <= REC_KNOWN_FLAGS; f++) {
         buf b;
         buf_init(&b, 0);

@@ -348,13 +348,18 @@ DECLARE
     i integer;
     v_at integer := 1;
     n integer := 0;
+    v_done boolean[];
 BEGIN
     SET LOCAL synchronous_commit = off;
     FOR i IN 1 .. coalesce(cardinality(p_pids), 0) LOOP
+        -- a NULL transactionId is a deleted record: not delivered, so done from the start
+        v_done := ARRAY(SELECT t IS NULL FROM unnest(p_txns[v_at : v_at + p_counts[i] - 1]) AS t);
         UPDATE queen.cursors x
-           SET lease_txns = p_txns[v_at : v_at + p_counts[i] - 1],
-               lease_done = array_fill(false, ARRAY[p_counts[i]])
+           SET lease_txns = p_txns[v_at : v_at + p_counts[i] - 1], lease_done = v_done
          WHERE x.partition_id = p_pids[i] AND x.consumer_group = p_group AND x.lease_id = p_leases[i];
+        IF FOUND AND v_done[1] THEN
+            PERFORM queen.cursor_settle_v1(p_pids[i], p_group, v_done);
+        END IF;
         v_at := v_at + p_counts[i];
         n := n + 1;
     END LOOP;
