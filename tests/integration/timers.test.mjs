@@ -163,6 +163,24 @@ describe('two nodes on one database', () => {
     assert.equal(firedAfter - firedBefore, N);
   });
 
+  test('a fired timer wakes the long-polling pops of both nodes', async () => {
+    assert.equal((await post(a.url, '/api/v1/configure', { queue: 'wake' })).status, 200);
+    const pa = get(a.url, '/api/v1/pop/queue/wake/partition/pa?wait=true&timeout=30000');
+    const pb = get(b.url, '/api/v1/pop/queue/wake/partition/pb?wait=true&timeout=30000');
+    await sleep(500);
+    const c = await post(b.url, '/api/v1/timers', { items: [
+      { queue: 'wake', partition: 'pa', delayMs: 300, payload: 'a' },
+      { queue: 'wake', partition: 'pb', delayMs: 300, payload: 'b' }] });
+    assert.equal(c.status, 201, c.text);
+    const t0 = Date.now();
+    const [ra, rb] = await Promise.all([pa, pb]);
+    // a pop nobody wakes would wait out its 30 s
+    assert.ok(Date.now() - t0 < 10000, `woken after ${Date.now() - t0} ms`);
+    assert.equal(ra.status, 200, ra.text);
+    assert.equal(rb.status, 200, rb.text);
+    assert.deepEqual([ra.json.messages[0].data, rb.json.messages[0].data], ['a', 'b']);
+  });
+
   test('a fireAt in the past fires at once; the record keeps its traceId', async () => {
     const c = await post(b.url, '/api/v1/timers', { queue: 'past', fireAt: '2020-01-01T00:00:00Z', payload: { x: 1 },
       traceId: '0190c2d4-0000-7000-8000-0000000000aa' });

@@ -164,7 +164,7 @@ BEGIN
     -- 3. the partitions, in id order. A partition (or queue) deleted by the admin routes since
     --    step 1 found it is skipped by the lock: raise a serialization failure; the group commit
     --    retries, and the retry creates it again
-    PERFORM 1 FROM queen.partitions x WHERE x.id = ANY (v_pid) ORDER BY x.id FOR UPDATE;
+    PERFORM 1 FROM queen.partitions x WHERE x.id = ANY (v_pid) ORDER BY x.id FOR NO KEY UPDATE;
     GET DIAGNOSTICS v_locked = ROW_COUNT;
     IF v_locked <> (SELECT count(DISTINCT u.pid) FROM unnest(v_pid) AS u(pid)) THEN
         RAISE EXCEPTION 'a partition was deleted during the push' USING ERRCODE = '40001';

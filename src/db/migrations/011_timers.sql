@@ -150,6 +150,18 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- 3b. wake the long-polls waiting on these queues, on every node: src/consume/notify.c's
+    --     payload, "<node>\t<tenant>\t<queue>" lines (an empty node name is no node's own, so
+    --     this node's waiters wake too). Twenty lines stay under NOTIFY's 8000-byte limit.
+    IF g_t IS NOT NULL THEN
+        FOR r IN SELECT string_agg(E'\t' || w.t::text || E'\t' || w.q, E'\n') AS payload
+                   FROM (SELECT x.t, x.q, (row_number() OVER (ORDER BY x.t, x.q) - 1) / 20 AS chunk
+                           FROM (SELECT DISTINCT u.t, u.q FROM unnest(g_t, g_q) AS u(t, q)) x) w
+                  GROUP BY w.chunk LOOP
+            PERFORM pg_notify('queen_wake', r.payload);
+        END LOOP;
+    END IF;
+
     -- 4. the round's timers are done, fired or duplicate; those of full queues wait a second
     UPDATE queen.log_timers x SET fire_at = v_now + 1000000
      WHERE x.id IN (SELECT u.id FROM unnest(v_id, v_full) AS u(id, f) WHERE u.f);
