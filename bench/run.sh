@@ -119,6 +119,15 @@ run_kv() {
 
 run_kv kv-putifabsent-get-batch 16
 
+# 10,001 partitions with concurrent push and pop (explicit ack): first at a rate the broker
+# sustains (how long records wait because of scheduling), then unthrottled (with a backlog)
+if want partitions-10001; then
+  echo
+  echo "partitions-10001: 8 producers (batch 100, random partitions), 16 consumers (batch 100, 10 partitions per pop, ack)"
+  node bench/partitions.mjs --url "$url" --seconds "$duration" --rate 3000 --queue bench_parts_r | sed 's/^/  rate 3000\/s:  /'
+  node bench/partitions.mjs --url "$url" --seconds "$duration" --queue bench_parts_u | sed 's/^/  unthrottled: /'
+fi
+
 echo
 if [ -n "$pid" ]; then
   echo "broker RSS: $(( $(rss_kb) / 1024 )) MiB now, $(( $(hwm_kb) / 1024 )) MiB peak"
