@@ -160,7 +160,7 @@ int main(void)
     a->push = pusher_new(a->db, &cfg);
     a->maint = maint_new(a->loop, a->db, cfg.dedup_window_s);
     a->retention = retention_new(a->loop, a->db, cfg.retention_interval_ms, cfg.eviction_interval_ms,
-                                 cfg.retention_batch);
+                                 cfg.retention_batch, cfg.partition_cleanup_days);
     a->wq = waitq_new(a->loop);
     a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
                              cfg.db_connect_timeout_ms);

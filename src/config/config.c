@@ -213,6 +213,8 @@ static const cfg_opt broker_rows[] = {
      NULL, NULL, 0, "It is how often in milliseconds the retention job deletes old records"},
     {"EVICTION_INTERVAL", "QUEEN_EVICTION_INTERVAL_MS", CFG_INT, OFF(eviction_interval_ms), 60000, 100, 86400000, NULL,
      NULL, 0, "It is how often in milliseconds records past maxWaitTimeSeconds are deleted"},
+    {"PARTITION_CLEANUP_DAYS", "QUEEN_PARTITION_CLEANUP_DAYS", CFG_INT, OFF(partition_cleanup_days), 30, 0, 36500, NULL,
+     NULL, 0, "It is how many days a partition stays empty and idle before it is deleted (0 never)"},
     {"RETENTION_BATCH_SIZE", NULL, CFG_INT, OFF(retention_batch), 1000, 1, 1000000, NULL, NULL, 0,
      "It is how many segments one retention round deletes at most"},
     {"QUEEN_TIMER_FIRE_BATCH", NULL, CFG_INT, OFF(timer_fire_batch), 1000, 1, 10000, NULL, NULL, 0,

@@ -66,6 +66,7 @@ typedef struct queen_config {
     int64_t retention_interval_ms;
     int64_t eviction_interval_ms;
     int64_t retention_batch;
+    int64_t partition_cleanup_days;
     int64_t default_batch;
     int default_subscription_mode; /* 0 all, 1 new, 2 new-only (= new), 3 from_beginning (= all) */
 } queen_config;

@@ -31,7 +31,11 @@ struct retention {
     uint64_t next_retention, next_eviction;
     int run_retention, run_eviction;
     char limit[16];
+    char cleanup_us[24];
+    int64_t cleanup_days;
+    uint64_t partitions_cleaned;
     const char *values[3];
+    const char *cvalues[2];
     deleted_counter *counters;
     uint32_t ncounters, cap;
 };
@@ -84,6 +88,13 @@ static void on_round(db_req *d)
     } else if (d->err == DB_SQL) {
         log_warn("retention", "round failed: %s", d->errmsg);
     }
+    if (d->err == DB_OK && d->nstmt > 1 && d->res[1] && PQntuples(d->res[1]) == 1) {
+        int n = atoi(PQgetvalue(d->res[1], 0, 0));
+        if (n > 0) {
+            r->partitions_cleaned += (uint64_t)n;
+            log_info("retention", "deleted %d partitions empty and idle for %lld days", n, (long long)r->cleanup_days);
+        }
+    }
     db_req_clear(d);
     if (r->stopping) {
         uv_close((uv_handle_t *)&r->timer, on_closed);
@@ -118,15 +129,24 @@ static void on_tick(uv_timer_t *t)
     r->req.stmt[0] = (db_stmt){"SELECT queue_id, tenant_id, queue_name, kind, segments, records "
                                "FROM queen.retention_v1($1::int4, $2::bool, $3::bool)",
                                3, r->values, NULL, NULL, 0};
+    if (r->run_retention && r->cleanup_days > 0) {
+        r->cvalues[0] = r->limit;
+        r->cvalues[1] = r->cleanup_us;
+        r->req.stmt[r->req.nstmt++] =
+            (db_stmt){"SELECT queen.partition_cleanup_v1($1::int4, $2::int8)", 2, r->cvalues, NULL, NULL, 0};
+    }
     r->req.done = on_round;
     r->req.arg = r;
     if (db_submit(r->db, &r->req) == 0)
         r->busy = 1;
 }
 
-retention *retention_new(uv_loop_t *loop, db_pool *db, int64_t retention_ms, int64_t eviction_ms, int64_t batch)
+retention *retention_new(uv_loop_t *loop, db_pool *db, int64_t retention_ms, int64_t eviction_ms, int64_t batch,
+                         int64_t cleanup_days)
 {
     retention *r = xcalloc(1, sizeof *r);
+    r->cleanup_days = cleanup_days;
+    snprintf(r->cleanup_us, sizeof r->cleanup_us, "%lld", (long long)(cleanup_days * 86400LL * 1000000LL));
     r->db = db;
     r->retention_ms = retention_ms;
     r->eviction_ms = eviction_ms;
@@ -165,4 +185,7 @@ void retention_render_metrics(const retention *r, buf *b)
         metric_u64(b, "queen_retention_deleted_records_total", buf_cstr(&lab), c->records);
         buf_free(&lab);
     }
+    metric_help(b, "queen_partitions_cleaned_total", "counter",
+                "Partitions this node deleted because they were empty and idle for PARTITION_CLEANUP_DAYS");
+    metric_u64(b, "queen_partitions_cleaned_total", NULL, r->partitions_cleaned);
 }

@@ -13,9 +13,13 @@
 
 typedef struct retention retention;
 
-retention *retention_new(uv_loop_t *loop, db_pool *db, int64_t retention_ms, int64_t eviction_ms, int64_t batch);
+/* cleanup_days > 0: retention rounds also delete partitions empty and idle that long
+ * (queen.partition_cleanup_v1). */
+retention *retention_new(uv_loop_t *loop, db_pool *db, int64_t retention_ms, int64_t eviction_ms, int64_t batch,
+                         int64_t cleanup_days);
 void retention_stop(retention *r);
-/* queen_retention_deleted_records_total{queue,kind} (and tenant for other tenants) */
+/* queen_retention_deleted_records_total{queue,kind} (and tenant for other tenants),
+ * queen_partitions_cleaned_total */
 void retention_render_metrics(const retention *r, buf *b);
 
 #endif
