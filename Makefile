@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 CC      ?= cc
 FUZZCC  ?= clang
-PKGS    := libuv libh2o libpq libcrypto
+PKGS    := libuv libh2o libpq libcrypto libzstd snappy
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g')
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wmissing-prototypes -Wstrict-prototypes \
@@ -59,6 +59,10 @@ build/$(1)/obj/main.o: src/main.c
 build/$(1)/queen: build/$(1)/obj/main.o $(call obj,$(1))
 	@[ -n "$(Q)" ] && echo "  LD [$(1)] $$@" || true
 	$(Q)$$(CC) $$(LDFLAGS_$(1)) -o $$@ $$(filter %.o,$$^) $$(LIBS)
+build/$(1)/tools/%: tests/tools/%.c $(call obj,$(1))
+	@mkdir -p $$(@D)
+	@[ -n "$(Q)" ] && echo "  LD [$(1)] $$@" || true
+	$(Q)$$(CC) $$(CFLAGS_$(1)) $$(LDFLAGS_$(1)) -o $$@ $$(filter %.c %.o,$$^) $$(LIBS)
 build/$(1)/tests/%: tests/unit/%.c $(call obj,$(1))
 	@mkdir -p $$(@D)
 	@[ -n "$(Q)" ] && echo "  LD [$(1)] $$@" || true
@@ -91,11 +95,13 @@ fuzz-smoke: $(FUZZ_BINS)
 	  echo "== $$n"; $$f -runs=$(FUZZ_RUNS) -seed=1 -artifact_prefix=build/fuzz/$$n- build/fuzz/corpus/$$n tests/fuzz/seeds/$$n \
 	    > build/fuzz/$$n.log 2>&1 || { tail -40 build/fuzz/$$n.log; exit 1; }; tail -1 build/fuzz/$$n.log; done
 
-integration: build/asan/queen build/release/queen
+TOOLS := $(patsubst tests/tools/%.c,build/asan/tools/%,$(wildcard tests/tools/*.c))
+
+integration: build/asan/queen build/release/queen $(TOOLS)
 	@scripts/run-integration.sh
 
 test: test-deps
-	@$(MAKE) --no-print-directory build/release/queen build/asan/queen
+	@$(MAKE) --no-print-directory build/release/queen build/asan/queen $(TOOLS)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
