@@ -7,6 +7,7 @@
  * flight (up to QUEEN_SHUTDOWN_TIMEOUT_MS), close the pool, stop the embedded cluster, exit 0. */
 #include <libpq-fe.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,21 @@
 #include "db/migrate.h"
 #include "db/pg.h"
 #include "http/server.h"
+#include "sink/sink.h"
+#include "sink/sinkcfg.h"
 #include "storage/push.h"
 
 static app g_app;
 static uv_signal_t g_sigterm, g_sigint;
 static uv_timer_t g_drain;
 static uint64_t g_drain_deadline_ms;
+static uint64_t g_s3_deadline_ms;
+
+typedef struct s3_switch {
+    int64_t embedded;
+} s3_switch;
+static const cfg_opt S3_SWITCH_ROW = {"QUEEN_S3_EMBEDDED", NULL, CFG_BOOL, offsetof(s3_switch, embedded), 0, 0, 1,
+                                      NULL, NULL, 0, "whether this node runs the S3 sink"};
 
 static const char *env_get(const char *name)
 {
@@ -84,6 +94,9 @@ static void on_drain_check(uv_timer_t *t)
         return;
     if (busy > 0)
         log_warn("shutdown", "%d requests still in flight after the shutdown timeout; closing anyway", busy);
+    /* the sink drains beside the listener: wait for what is left of its grace */
+    if (a->s3 && !s3_node_drained(a->s3) && mono_ms() < g_s3_deadline_ms)
+        return;
     uv_timer_stop(t);
     db_pool_close(a->db, on_pool_closed, a);
 }
@@ -109,6 +122,10 @@ static void on_signal(uv_signal_t *h, int sig)
     notifier_stop(a->notify);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
+    if (a->s3) {
+        s3_node_stop(a->s3);
+        g_s3_deadline_ms = mono_ms() + (uint64_t)s3_node_grace_ms(a->s3);
+    }
     g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
     uv_timer_start(&g_drain, on_drain_check, 0, 10);
 }
@@ -123,6 +140,31 @@ int main(void)
     }
     log_setup((enum log_level)cfg.log_level, (enum log_format)cfg.log_format);
     signal(SIGPIPE, SIG_IGN);
+
+    /* the S3 sink's variables are read at boot too: a bad one stops the boot */
+    s3_switch sw = {0};
+    static s3_node_knobs knobs;
+    static s3_sink_config env_sink;
+    int have_env_sink = 0;
+    if (cfg_parse(&S3_SWITCH_ROW, 1, &sw, "queen", env_get, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        config_free(&cfg);
+        return 2;
+    }
+    if (sw.embedded) {
+        if (s3_node_knobs_load(&knobs, env_get, cfg.node_id, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            config_free(&cfg);
+            return 2;
+        }
+        have_env_sink = s3_sink_config_from_env(&env_sink, DEFAULT_TENANT, env_get, err, sizeof err);
+        if (have_env_sink < 0) {
+            fprintf(stderr, "%s\n", err);
+            s3_node_knobs_free(&knobs);
+            config_free(&cfg);
+            return 2;
+        }
+    }
 
     app *a = &g_app;
     a->cfg = &cfg;
@@ -179,6 +221,21 @@ int main(void)
         goto fail_loop;
     if (a->emb)
         embedded_supervise_start(a->emb, a->loop);
+    if (sw.embedded) {
+        s3_node_opts so = {
+            .conninfo = conninfo,
+            .statement_timeout_ms = cfg.db_statement_timeout_ms,
+            .connect_timeout_ms = cfg.db_connect_timeout_ms,
+            .node_id = cfg.node_id,
+        };
+        a->s3 = s3_node_new(&so, &knobs);
+        if (have_env_sink > 0)
+            s3_node_add_sink(a->s3, &env_sink, "env");
+        else
+            log_info("queen-s3", "QUEEN_S3_EMBEDDED=true without QUEEN_S3_QUEUES: no sink from the environment");
+        if (s3_node_start(a->s3) < 0)
+            goto fail_loop;
+    }
 
     uv_signal_init(a->loop, &g_sigterm);
     uv_signal_init(a->loop, &g_sigint);
@@ -195,6 +252,8 @@ int main(void)
     uv_signal_stop(&g_sigint);
     /* The HTTP server is left as it is: keep-alive connections may still be open, and h2o
      * cannot dispose of a context with live connections. The process exits next. */
+    s3_node_free(a->s3);
+    a->s3 = NULL;
     pusher_free(a->push);
     a->push = NULL;
     kv_reaper_free(a->kvr);
@@ -211,9 +270,15 @@ fail_loop:
     maint_stop(a->maint);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
+    if (a->s3)
+        s3_node_stop(a->s3);
     db_pool_close(a->db, on_pool_closed, a);
     uv_run(a->loop, UV_RUN_DEFAULT);
+    s3_node_free(a->s3);
+    a->s3 = NULL;
 fail:
+    s3_node_knobs_free(&knobs);
+    s3_sink_config_free(&env_sink);
     if (a->emb) {
         embedded_stop(a->emb);
         embedded_free(a->emb);

@@ -117,6 +117,10 @@ static void status_body(http_req *r, PGresult *queues, const char *dberr)
         }
         buf_putc(&b, ']');
     }
+    if (a->s3) {
+        buf_puts(&b, ",\"s3\":");
+        s3_node_status_json(a->s3, &b);
+    }
     buf_putc(&b, '}');
     http_respond_json(r, 200, &b);
     buf_free(&b);
@@ -267,6 +271,8 @@ void api_metrics_prometheus(http_req *r)
     metric_help(&b, "queen_db_reconnects_total", "counter", "Database reconnection attempts");
     metric_u64(&b, "queen_db_reconnects_total", NULL, ps.reconnects);
     /* the per-queue lag and dead-letter gauges come from one query (api_resources.c) */
+    if (a->s3)
+        s3_node_metrics(a->s3, &b);
     api_metrics_lag_finish(r, &b);
 }
 

@@ -12,6 +12,7 @@
 #include "db/pg.h"
 #include "http/server.h"
 #include "kv/kv.h"
+#include "sink/sink.h"
 #include "storage/maint.h"
 #include "storage/retention.h"
 #include "storage/push.h"
@@ -42,6 +43,7 @@ typedef struct app {
     kv_reaper *kvr;      /* deletes expired keys */
     timer_job *timers;   /* fires due timers */
     embedded_pg *emb;    /* NULL with an external database */
+    s3_node *s3;         /* the S3 sink (QUEEN_S3_EMBEDDED=true), else NULL */
     int64_t started_wall_us;
     uint64_t started_mono_us;
     int shutting_down;

@@ -1,0 +1,273 @@
+/* sinkdb.c — the sink's blocking PostgreSQL calls (see sinkdb.h). */
+#include "sinkdb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/timeutil.h"
+#include "core/util.h"
+#include "db/pg.h"
+#include "storage/logread.h"
+
+#define SINKDB_BACKOFF_MIN_MS 100
+#define SINKDB_BACKOFF_MAX_MS 5000
+
+void sinkdb_init(sinkdb *d, const char *conninfo, int64_t statement_timeout_ms, int64_t connect_timeout_ms)
+{
+    memset(d, 0, sizeof *d);
+    d->conninfo = xstrdup(conninfo);
+    d->statement_timeout_ms = statement_timeout_ms;
+    d->connect_timeout_ms = connect_timeout_ms;
+    d->backoff_ms = SINKDB_BACKOFF_MIN_MS;
+}
+
+void sinkdb_close(sinkdb *d)
+{
+    if (d->c)
+        PQfinish(d->c);
+    d->c = NULL;
+    free(d->conninfo);
+    d->conninfo = NULL;
+}
+
+static void set_err(sinkdb *d, const char *what, const char *msg)
+{
+    snprintf(d->err, sizeof d->err, "%s: %s", what, msg ? msg : "unknown error");
+    size_t n = strlen(d->err);
+    while (n && (d->err[n - 1] == '\n' || d->err[n - 1] == ' '))
+        d->err[--n] = '\0';
+}
+
+int sinkdb_ensure(sinkdb *d)
+{
+    if (d->c && PQstatus(d->c) == CONNECTION_OK)
+        return 0;
+    if (d->c) {
+        PQfinish(d->c);
+        d->c = NULL;
+    }
+    if (mono_ms() < d->next_try_ms)
+        return -1;
+    db_conn_params cp;
+    db_conn_params_init(&cp, d->conninfo, d->statement_timeout_ms, d->connect_timeout_ms);
+    PGconn *c = PQconnectdbParams(cp.keys, cp.vals, 1);
+    if (PQstatus(c) != CONNECTION_OK) {
+        set_err(d, "cannot connect to PostgreSQL", PQerrorMessage(c));
+        PQfinish(c);
+        d->next_try_ms = mono_ms() + (uint64_t)d->backoff_ms;
+        d->backoff_ms = d->backoff_ms * 2 > SINKDB_BACKOFF_MAX_MS ? SINKDB_BACKOFF_MAX_MS : d->backoff_ms * 2;
+        return -1;
+    }
+    d->c = c;
+    d->backoff_ms = SINKDB_BACKOFF_MIN_MS;
+    return 0;
+}
+
+/* Runs one statement with text parameters and binary results. NULL on failure (d->err set;
+ * a broken connection is dropped so the next call reconnects). */
+static PGresult *run(sinkdb *d, const char *what, const char *sql, int n, const char *const *vals, const int *lens,
+                     const int *fmts)
+{
+    if (sinkdb_ensure(d) < 0)
+        return NULL;
+    PGresult *r = PQexecParams(d->c, sql, n, NULL, vals, lens, fmts, 1);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
+        return r;
+    const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    set_err(d, what, msg ? msg : PQerrorMessage(d->c));
+    PQclear(r);
+    if (PQstatus(d->c) != CONNECTION_OK) {
+        PQfinish(d->c);
+        d->c = NULL;
+    }
+    return NULL;
+}
+
+static int64_t col_i64(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? 0 : (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
+}
+
+static int64_t col_i64_or(const PGresult *r, int row, int col, int64_t dflt)
+{
+    return PQgetisnull(r, row, col) ? dflt : col_i64(r, row, col);
+}
+
+static void uuid_text(const uint8_t t[16], char out[37])
+{
+    format_uuid_text(t, out);
+}
+
+int sinkdb_clock(sinkdb *d, const uint8_t tenant[16], const char *queue, int64_t *qid, int64_t *safe_time,
+                 int64_t *now_us)
+{
+    char t[37];
+    uuid_text(tenant, t);
+    const char *vals[2] = {t, queue};
+    PGresult *r = run(d, "reading the queue clock", "SELECT queue_id, safe_time, now_us FROM queen.sink_clock_v1($1::uuid, $2::text)",
+                      2, vals, NULL, NULL);
+    if (!r)
+        return -1;
+    int rc = 1;
+    if (PQntuples(r) == 1) {
+        *qid = col_i64(r, 0, 0);
+        *safe_time = col_i64(r, 0, 1);
+        *now_us = col_i64(r, 0, 2);
+        rc = 0;
+    }
+    PQclear(r);
+    return rc;
+}
+
+static void fill_part(const PGresult *r, int row, sinkdb_part *p)
+{
+    p->name = PQgetvalue(r, row, 1);
+    p->name_len = (size_t)PQgetlength(r, row, 1);
+    p->uuid = (const uint8_t *)PQgetvalue(r, row, 2);
+    p->start_offset = col_i64(r, row, 3);
+    p->next_offset = col_i64(r, row, 4);
+    p->last_offset = -1;
+}
+
+int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budget, int64_t align_us,
+                 const sinkdb_slice_cb *cb, int64_t *end)
+{
+    char a[5][24];
+    snprintf(a[0], sizeof a[0], "%lld", (long long)qid);
+    snprintf(a[1], sizeof a[1], "%lld", (long long)from);
+    snprintf(a[2], sizeof a[2], "%lld", (long long)to);
+    snprintf(a[3], sizeof a[3], "%lld", (long long)budget);
+    snprintf(a[4], sizeof a[4], "%lld", (long long)align_us);
+    const char *vals[5] = {a[0], a[1], a[2], a[3], a[4]};
+    PGresult *r = run(d, "reading the log",
+                      "SELECT kind, name, puuid, start_offset, next_offset, base_offset, ts, record_count, data "
+                      "FROM queen.sink_slice_v1($1::int8, $2::int8, $3::int8, $4::int8, $5::int8)",
+                      5, vals, NULL, NULL);
+    if (!r)
+        return -1;
+    int rows = PQntuples(r);
+    *end = to;
+    int rc = 0;
+    /* kind 0 first, then partitions, then segments: whatever order the rows come in */
+    for (int pass = 0; pass < 3 && rc == 0; pass++) {
+        for (int i = 0; i < rows; i++) {
+            int kind = (int)be_get32((const uint8_t *)PQgetvalue(r, i, 0));
+            if (pass == 0 && kind == 0) {
+                *end = col_i64(r, i, 6);
+            } else if (pass == 1 && kind == 2 && cb->on_part) {
+                sinkdb_part p;
+                fill_part(r, i, &p);
+                cb->on_part(cb->arg, &p);
+            } else if (pass == 2 && kind == 1 && cb->on_seg) {
+                sinkdb_seg s;
+                s.name = PQgetvalue(r, i, 1);
+                s.name_len = (size_t)PQgetlength(r, i, 1);
+                s.uuid = (const uint8_t *)PQgetvalue(r, i, 2);
+                s.base_offset = col_i64(r, i, 5);
+                s.ts = col_i64(r, i, 6);
+                s.count = (uint32_t)be_get32((const uint8_t *)PQgetvalue(r, i, 7));
+                s.data = (const uint8_t *)PQgetvalue(r, i, 8);
+                s.data_len = (size_t)PQgetlength(r, i, 8);
+                if (cb->on_seg(cb->arg, &s)) {
+                    set_err(d, "reading the log", "a segment could not be decoded");
+                    rc = -1;
+                    break;
+                }
+            }
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+int sinkdb_positions(sinkdb *d, int64_t qid, int64_t from, int64_t to, void (*on_part)(void *, const sinkdb_part *),
+                     void *arg)
+{
+    char a[3][24];
+    snprintf(a[0], sizeof a[0], "%lld", (long long)qid);
+    snprintf(a[1], sizeof a[1], "%lld", (long long)from);
+    snprintf(a[2], sizeof a[2], "%lld", (long long)to);
+    const char *vals[3] = {a[0], a[1], a[2]};
+    PGresult *r = run(d, "reading positions",
+                      "SELECT 2, name, puuid, start_offset, next_offset, last_offset "
+                      "FROM queen.sink_positions_v1($1::int8, $2::int8, $3::int8)",
+                      3, vals, NULL, NULL);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        sinkdb_part p;
+        fill_part(r, i, &p);
+        p.last_offset = col_i64_or(r, i, 5, -1);
+        on_part(arg, &p);
+    }
+    PQclear(r);
+    return 0;
+}
+
+int sinkdb_queues(sinkdb *d, const uint8_t tenant[16], char ***names, int *n)
+{
+    char t[37];
+    uuid_text(tenant, t);
+    const char *vals[1] = {t};
+    PGresult *r = run(d, "listing queues",
+                      "SELECT name FROM queen.queues WHERE tenant_id = $1::uuid ORDER BY name COLLATE \"C\"", 1, vals,
+                      NULL, NULL);
+    if (!r)
+        return -1;
+    int rows = PQntuples(r);
+    char **out = xcalloc((size_t)rows + 1, sizeof *out);
+    for (int i = 0; i < rows; i++)
+        out[i] = xstrndup(PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+    PQclear(r);
+    *names = out;
+    *n = rows;
+    return 0;
+}
+
+void sinkdb_names_free(char **names, int n)
+{
+    if (!names)
+        return;
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int sinkdb_kv(sinkdb *d, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    out->failed_op = -1;
+    if (sinkdb_ensure(d) < 0)
+        return -1;
+    char err[400];
+    if (kv_batch_sync(d->c, tenant, ops, n, out, err, sizeof err) < 0) {
+        set_err(d, "kv", err);
+        if (PQstatus(d->c) != CONNECTION_OK) {
+            PQfinish(d->c);
+            d->c = NULL;
+        }
+        return -1;
+    }
+    return 0;
+}
+
+int sinkdb_kv_count(sinkdb *d, const uint8_t tenant[16], const char *ns, const char *prefix, int64_t *count)
+{
+    char t[37];
+    uuid_text(tenant, t);
+    buf like;
+    buf_init(&like, 0);
+    kv_like_prefix(prefix, strlen(prefix), &like);
+    const char *vals[3] = {t, ns, buf_cstr(&like)};
+    PGresult *r = run(d, "counting kv keys",
+                      "SELECT count(*)::int8 FROM queen.kv WHERE tenant_id = $1::uuid AND namespace = $2::text "
+                      "AND key LIKE $3::text AND version > 0 AND (expires_at IS NULL OR expires_at > queen.now_us())",
+                      3, vals, NULL, NULL);
+    buf_free(&like);
+    if (!r)
+        return -1;
+    *count = col_i64(r, 0, 0);
+    PQclear(r);
+    return 0;
+}
