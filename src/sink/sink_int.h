@@ -9,7 +9,8 @@
  *    "private" part of s3_qtask is touched only by the worker running it, without a lock.
  *  - t->lease_mu serialises every write of the task's lease row: the worker's fenced batches
  *    and the keeper's refreshes each expect the version the other left (spec: "the fence").
- *  Lock order inside the process: lease_mu before node->mu; never the other way round. */
+ *  Lock order inside the process: node->mu before lease_mu (status copies the lease state);
+ *  nothing takes node->mu while it holds lease_mu. */
 #ifndef QUEEN_SINK_SINK_INT_H
 #define QUEEN_SINK_SINK_INT_H
 

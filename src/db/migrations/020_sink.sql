@@ -67,7 +67,8 @@ BEGIN
                    FROM queen.partitions p WHERE p.queue_id = p_qid AND p.last_ts >= p_from;
     RETURN QUERY SELECT 1, p.name, p.uuid, p.start_offset, p.next_offset, s.base_offset, s.ts, s.record_count, s.data
                    FROM queen.partitions p JOIN queen.segments s ON s.partition_id = p.id
-                  WHERE p.queue_id = p_qid AND p.last_ts >= p_from AND s.ts >= p_from AND s.ts < v_end;
+                  WHERE p.queue_id = p_qid AND p.last_ts >= p_from AND s.ts >= p_from AND s.ts < v_end
+                  ORDER BY p.id, s.base_offset;
 END
 $$;
 
