@@ -511,9 +511,14 @@ static int validate(s3_sink_config *c, sink_raw *r, char *err, size_t errlen)
                              "carries user information (not shown); the keys go in QUEEN_S3_ACCESS_KEY and "
                              "QUEEN_S3_SECRET_KEY",
                              endpoint_what);
+    /* the checks trim slashes in place; a refusal shows the value as given */
+    char *given = xstrdup(r->endpoint);
     const char *p = endpoint_problem(r->endpoint);
     if (p)
-        return refuse(err, errlen, "QUEEN_S3_ENDPOINT", r->endpoint, p, endpoint_what);
+        refuse(err, errlen, "QUEEN_S3_ENDPOINT", given, p, endpoint_what);
+    free(given);
+    if (p)
+        return -1;
     if (strlen(r->region) > 64 || !all_name_chars(r->region))
         return refuse(err, errlen, "QUEEN_S3_REGION", r->region,
                       "is not 1 to 64 letters, digits, '.', '-' or '_'", region_what);
@@ -529,9 +534,13 @@ static int validate(s3_sink_config *c, sink_raw *r, char *err, size_t errlen)
     if (has_space_or_control(r->secret_key))
         return refuse_hidden(err, errlen, "QUEEN_S3_SECRET_KEY",
                              "contains spaces or control characters (not shown)", secret_what);
+    given = xstrdup(r->prefix);
     p = prefix_problem(r->prefix);
     if (p)
-        return refuse(err, errlen, "QUEEN_S3_PREFIX", r->prefix, p, prefix_what);
+        refuse(err, errlen, "QUEEN_S3_PREFIX", given, p, prefix_what);
+    free(given);
+    if (p)
+        return -1;
     if (r->sse_kms_key_id) {
         if (r->sse != S3_SSE_KMS)
             return refuse(err, errlen, "QUEEN_S3_SSE_KMS_KEY_ID", r->sse_kms_key_id,
