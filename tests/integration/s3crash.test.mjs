@@ -71,6 +71,11 @@ describe('a crash at each point of the commit sequence', () => {
           const row = await queueRow(second, queue);
           return row && row.k >= 1 && row.state === 'filling' ? row : null;
         }, 40000, second);
+        // the restart took the path the crash point calls for: a window whose upload finished
+        // is committed from its manifest, one that did not is rebuilt from its intent
+        if (point === 'after_intent' || point === 'mid_upload') assert.match(second.log, /rebuilding window 1 /);
+        if (point === 'after_upload' || point === 'before_commit') assert.match(second.log, /window 1 was uploaded before the restart; committing its manifest/);
+        if (point === 'after_commit') assert.doesNotMatch(second.log, /rebuilding window|committing its manifest/);
         // a second push after the restart lands in a later window
         await post(second.url, '/api/v1/push', { items: [{ queue, partition: 'p0', payload: { after: true } }] });
         await waitFor('window 2', async () => ((await queueRow(second, queue)) || {}).k >= 2, 40000, second);

@@ -46,8 +46,12 @@ describe('the spec\'s "Try it" run', () => {
   let manifestKey;
 
   test('before the first push the queue is missing', async () => {
-    const row = await waitFor('a row for orders', async () => queueRow(node), 10000, node);
-    assert.equal(row.state, 'missing');
+    const row = await waitFor('orders shown missing', async () => {
+      const q = await queueRow(node);
+      return q && q.state === 'missing' ? q : null;
+    }, 10000, node);
+    assert.equal(row.ownedHere, false);
+    assert.equal(row.k, 0);
     const s = await s3Status(node);
     assert.equal(s.sinks[0].tenant, TENANT);
     assert.equal(s.sinks[0].source, 'env');
