@@ -419,7 +419,8 @@ static void *keeper_main(void *arg)
         if (nsnap < n->ntasks)
             snap = xrealloc(snap, (size_t)n->ntasks * sizeof *snap);
         nsnap = n->ntasks;
-        memcpy(snap, n->tasks, (size_t)nsnap * sizeof *snap);
+        if (nsnap)
+            memcpy(snap, n->tasks, (size_t)nsnap * sizeof *snap);
         int done = n->workers_done == n->nworkers;
         pthread_mutex_unlock(&n->mu);
         for (int i = 0; i < nsnap && !n->hard_stop; i++)

@@ -1,0 +1,197 @@
+// The S3 sink beyond the spec's first run: per-partition layout, QUEEN_S3_QUEUES=* with the
+// latest start, records retention removed before the sink read them (the manifest's "lost"),
+// the retention hold reading the commit pointer, and two nodes sharing one database (one writer
+// per queue, hand-over on SIGTERM and after kill -9).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { get, post, sleep, startPostgres, startQueen } from './harness.mjs';
+import { startFaultProxy, startS3 } from './s3harness.mjs';
+import { queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
+
+const TENANT = '00000000-0000-0000-0000-000000000001';
+
+async function lake(s3, queue) {
+  const out = [];
+  for (const o of await s3.list(`queen/tenant=${TENANT}/queue=${encodeURIComponent(queue)}/`)) {
+    for (const line of zstdDecode(await s3.get(o.key)).split('\n')) if (line) out.push({ key: o.key, ...JSON.parse(line) });
+  }
+  return out;
+}
+
+describe('layouts, discovery and starts', () => {
+  let s3;
+  let node;
+  before(async () => {
+    s3 = await startS3();
+  });
+  after(async () => {
+    if (node) await node.stop();
+    if (s3) await s3.stop();
+  });
+
+  test('per-partition layout writes one object per partition with its offsets in the key', async () => {
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pp', QUEEN_S3_LAYOUT: 'per-partition' }) });
+    const items = [];
+    for (let i = 0; i < 9; i++) items.push({ queue: 'pp', partition: i % 3 === 0 ? 'a/b' : `p${i % 3}`, payload: { i } });
+    assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
+    await waitFor('window 1', async () => ((await queueRow(node, 'pp')) || {}).k >= 1, 30000, node);
+    const keys = (await s3.list(`queen/tenant=${TENANT}/queue=pp/`)).map((o) => o.key).sort();
+    assert.equal(keys.length, 3, JSON.stringify(keys));
+    for (const [name, enc] of [['a/b', 'a%2Fb'], ['p1', 'p1'], ['p2', 'p2']]) {
+      const k = keys.find((x) => x.includes(`-p-${enc}-`));
+      assert.ok(k, `${name} in ${keys}`);
+      assert.match(k, new RegExp(`/w-0000000001-\\d+-\\d+-p-${enc.replace('%', '%')}-0-2\\.jsonl\\.zst$`));
+      const lines = zstdDecode(await s3.get(k)).trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual(lines.map((l) => [l.partition, l.offset]), [[name, 0], [name, 1], [name, 2]]);
+    }
+    const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=pp/windows/0000000001.json`)).toString());
+    assert.equal(m.layout, 'per-partition');
+    assert.equal(m.objects.length, 3);
+    const ab = m.objects.find((o) => o.partition === 'a/b');
+    assert.deepEqual([ab.firstOffset, ab.lastOffset, ab.records], [0, 2, 3]);
+    await node.stop();
+    node = null;
+  });
+
+  test('QUEEN_S3_QUEUES=* finds queues created later; latest starts after what existed', async () => {
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
+    // created before the sink finds it: with latest, these are not in the lake
+    await post(node.url, '/api/v1/push', { items: [{ queue: 'late', partition: 'p', payload: { before: true } }] });
+    await waitFor('the late queue claimed', async () => {
+      const q = await queueRow(node, 'late');
+      return q && q.ownedHere && q.state === 'filling';
+    }, 30000, node);
+    await post(node.url, '/api/v1/push', { items: [{ queue: 'late', partition: 'p', payload: { after: 1 } }, { queue: 'late', partition: 'p', payload: { after: 2 } }] });
+    await waitFor('window 1 of late', async () => ((await queueRow(node, 'late')) || {}).k >= 1, 30000, node);
+    const recs = await lake(s3, 'late');
+    assert.deepEqual(recs.map((r) => [r.offset, r.payload]), [[1, { after: 1 }], [2, { after: 2 }]]);
+    // a queue created now is listed within the next relisting (5 s)
+    await post(node.url, '/api/v1/push', { items: [{ queue: 'later-still', partition: 'p', payload: 1 }] });
+    await waitFor('a row for later-still', async () => (await s3Status(node)).sinks[0].queues.some((q) => q.queue === 'later-still'), 15000, node);
+    await node.stop();
+    node = null;
+  });
+});
+
+describe('records retention removed before the sink read them', () => {
+  let s3;
+  let proxy;
+  let node;
+  before(async () => {
+    s3 = await startS3();
+    proxy = await startFaultProxy(s3.endpoint);
+  });
+  after(async () => {
+    if (node) await node.stop();
+    if (proxy) await proxy.stop();
+    if (s3) await s3.stop();
+  });
+
+  test('are recorded in the manifest and counted, never silent', async () => {
+    proxy.mode('error500');
+    node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev' }), RETENTION_INTERVAL: '200' } });
+    assert.equal((await post(node.url, '/api/v1/configure', { queue: 'ev', options: { maxWaitTimeSeconds: 1 } })).status, 200);
+    const items = [];
+    for (let i = 0; i < 5; i++) items.push({ queue: 'ev', partition: 'p', payload: { gone: i } });
+    await post(node.url, '/api/v1/push', { items });
+    await waitFor('eviction', async () => {
+      const f = await post(node.url, '/api/v1/fetch', { queue: 'ev' });
+      return f.json.records.length === 0;
+    }, 20000, node);
+    await post(node.url, '/api/v1/push', { items: [{ queue: 'ev', partition: 'p', payload: { kept: true } }] });
+    proxy.mode('pass');
+    await waitFor('window 1 of ev', async () => ((await queueRow(node, 'ev')) || {}).k >= 1, 30000, node);
+    const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=ev/windows/0000000001.json`)).toString());
+    assert.deepEqual(m.lost, [{ partition: 'p', from: 0, to: 4 }]);
+    assert.equal(m.records, 1);
+    const metrics = (await get(node.url, '/metrics/prometheus')).text;
+    assert.match(metrics, /^queen_s3_records_lost_total\{queue="ev"\} 5$/m);
+    assert.match(node.log, /retention removed before the sink read them/);
+    const row = await queueRow(node, 'ev');
+    assert.equal(row.recordsLost, 5);
+  });
+});
+
+describe('two nodes on one database', () => {
+  let pg;
+  let s3;
+  const nodes = [];
+  before(async () => {
+    pg = await startPostgres();
+    s3 = await startS3();
+  });
+  after(async () => {
+    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    if (s3) await s3.stop();
+    if (pg) pg.destroy();
+  });
+
+  const env = (id) => ({ ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'orders,clicks' }), QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: id });
+
+  test('one writer per queue, the other node shows it held; the hold reads the pointer', async () => {
+    nodes.push(await startQueen({ env: env('node-a') }));
+    nodes.push(await startQueen({ env: env('node-b') }));
+    const [a, b] = nodes;
+    for (const q of ['orders', 'clicks']) await post(a.url, '/api/v1/push', { items: [{ queue: q, partition: 'p', payload: { n: 0 } }] });
+    await waitFor('both queues committed', async () => {
+      const rows = [...(await s3Status(a)).sinks[0].queues, ...(await s3Status(b)).sinks[0].queues];
+      return ['orders', 'clicks'].every((q) => rows.some((r) => r.queue === q && r.ownedHere && r.k >= 1));
+    }, 40000, a);
+    // the node that did not win looks again within a third of the TTL (5 s while it saw the
+    // queue missing)
+    await waitFor('the other node shows both queues held', async () => {
+      for (const q of ['orders', 'clicks']) {
+        const ra = await queueRow(a, q);
+        const rb = await queueRow(b, q);
+        if (!((ra.ownedHere && rb.state === 'held') || (rb.ownedHere && ra.state === 'held'))) return false;
+      }
+      return true;
+    }, 15000, b);
+    for (const q of ['orders', 'clicks']) {
+      const ra = await queueRow(a, q);
+      const rb = await queueRow(b, q);
+      assert.notEqual(ra.ownedHere, rb.ownedHere, `${q}: exactly one owner`);
+      const other = ra.ownedHere ? rb : ra;
+      const owner = ra.ownedHere ? 'node-a' : 'node-b';
+      assert.equal(other.state, 'held');
+      assert.equal(other.heldBy, owner);
+    }
+    const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=orders/windows/0000000001.json`)).toString());
+    assert.equal(pg.psql(`SELECT queen.sink_hold_ts_v1('${TENANT}', 'orders', 'default')`), String(m.tEnd));
+    assert.equal(pg.psql(`SELECT coalesce(queen.sink_hold_ts_v1('${TENANT}', 'orders', 'other'), -1)`), '-1');
+  });
+
+  test('SIGTERM on the owner hands the queue over; kill -9 moves it after the TTL; every record once', async () => {
+    const [a, b] = nodes;
+    let n = 1;
+    const pushSome = async (node, count) => {
+      const items = [];
+      for (let i = 0; i < count; i++) items.push({ queue: 'orders', partition: `p${n % 4}`, payload: { n: n++ } });
+      assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
+    };
+    const ownerOf = async () => ((await queueRow(a, 'orders')).ownedHere ? a : b);
+    let owner = await ownerOf();
+    let other = owner === a ? b : a;
+    await pushSome(owner, 20);
+    await owner.stop();
+    await waitFor('the other node takes orders', async () => ((await queueRow(other, 'orders')) || {}).ownedHere, 20000, other);
+    await pushSome(other, 20);
+    const third = await startQueen({ env: env(owner === a ? 'node-a' : 'node-b') });
+    nodes.push(third);
+    await sleep(500);
+    await pushSome(third, 20);
+    owner = other;
+    other = third;
+    await owner.kill9();
+    await waitFor('the restarted node takes orders after the TTL', async () => ((await queueRow(other, 'orders')) || {}).ownedHere, 30000, other);
+    await pushSome(other, 20);
+    const total = n - 1 + 1; // the first test's record (n: 0) plus these
+    await waitFor('every record in the lake', async () => (await lake(s3, 'orders')).length >= total, 60000, other);
+    const recs = await lake(s3, 'orders');
+    const ids = recs.map((r) => `${r.partition}/${r.offset}`);
+    assert.equal(new Set(ids).size, ids.length, 'no record twice');
+    assert.equal(recs.length, total);
+    assert.deepEqual([...new Set(recs.map((r) => r.payload.n))].sort((x, y) => x - y), [...Array(total).keys()]);
+  });
+});
