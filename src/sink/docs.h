@@ -19,7 +19,9 @@
  *              to}], writer, committedAt (ISO, the one wall-clock time)
  *   checkpoint {"k":20,"tEnd":...,"positions":[["cust-1",2,"<partition uuid>"],...]}
  *              the next offset of every partition after window k, sorted by name (complete:
- *              a partition it does not list was created later and starts at 0). */
+ *              a partition it does not list was created later and starts at 0). The writer
+ *              sorts whatever order it is given; the parser sorts and refuses a name twice.
+ * Refusals read "<document>: <field> <problem>", e.g. "intent: tEnd is not above tStart". */
 #ifndef QUEEN_SINK_DOCS_H
 #define QUEEN_SINK_DOCS_H
 

@@ -28,7 +28,7 @@
 /* Appends s percent-encoded (bytes outside A-Za-z0-9._- as %XX, uppercase hex). */
 void s3_name_escape(buf *out, const char *s, size_t n);
 
-/* "jsonl.zst", "jsonl.gz", "jsonl" or "parquet". */
+/* "jsonl.zst", "jsonl.gz", "jsonl" or "parquet"; NULL for JSONL + snappy (no such object). */
 const char *s3_object_ext(enum s3_format f, enum s3_compression c);
 
 /* The Hive directory of a window: <prefix>/tenant=<t>/queue=<q>/dt=<d>[/hour=<h>] (no trailing

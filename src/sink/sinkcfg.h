@@ -13,12 +13,13 @@
  *   QUEEN_S3_QUEUES / queues          required; "a,b,c" or "*" (document: also ["a","b"])
  *   QUEEN_S3_ENDPOINT / endpoint      required; http:// or https://, host[:port], no path
  *   QUEEN_S3_REGION / region          required
- *   QUEEN_S3_BUCKET / bucket          required; no '/', no space
+ *   QUEEN_S3_BUCKET / bucket          required; 1..=255 of [A-Za-z0-9._-] (so no '/', no space)
  *   QUEEN_S3_ACCESS_KEY / accessKey   required
  *   QUEEN_S3_SECRET_KEY               required (env only; a document never holds it)
  *   QUEEN_S3_PATH_STYLE / pathStyle   false
  *   QUEEN_S3_PREFIX / prefix          "queen"; slashes trimmed, no empty/./.. segment
- *   QUEEN_S3_SSE / sse                unset (no header); AES256 | aws:kms (+ QUEEN_S3_SSE_KMS_KEY_ID)
+ *   QUEEN_S3_SSE / sse                unset (no header; also off, none); AES256 | aws:kms
+ *                                     (+ QUEEN_S3_SSE_KMS_KEY_ID, refused without aws:kms)
  *   QUEEN_S3_FORMAT / format          jsonl | parquet (json, ndjson = jsonl)
  *   QUEEN_S3_COMPRESSION / compression  zstd | gzip | none (zst, gz, off)
  *   QUEEN_S3_PARQUET_CODEC / parquetCodec  zstd | snappy
@@ -37,7 +38,11 @@
  *   QUEEN_S3_CRASH_AT (tests only: after_intent, mid_upload, after_upload, before_commit,
  *   after_commit; never/off/none = unset).
  * Refused at boot: QUEEN_S3_PARTITIONS (a window can only close against what discovery
- * reports). Warned about once and ignored: QUEEN_S3_LISTEN, QUEEN_S3_LOG_FORMAT. */
+ * reports), by both loaders. Warned about once and ignored: QUEEN_S3_LISTEN,
+ * QUEEN_S3_LOG_FORMAT. String values are trimmed of surrounding whitespace; the endpoint,
+ * region, access key, prefix and names are checked as docs/s3-sink-objects.md lists. The
+ * secret key never appears in any line: its refusals name the variable without the value, and
+ * an endpoint with user information (user:password@) is refused without echoing it. */
 #ifndef QUEEN_SINK_SINKCFG_H
 #define QUEEN_SINK_SINKCFG_H
 
@@ -138,12 +143,15 @@ int s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_
 void s3_sink_config_free(s3_sink_config *c);
 
 /* The one start line of a sink: every setting it runs with, never the secret key (a KMS key
- * id shows only its last four characters), e.g.
+ * id shows only its last four characters, as sse_kms_key_id=...abcd after sse=aws:kms; queue
+ * names are percent-encoded as in the keys), e.g.
  *   queen-s3 2.0.0 tenant=... sink=default instance=node-1 queues=orders s3=http://... bucket=lake
- *   prefix=queen region=us-east-1 addressing=path-style sse=off format=jsonl compression=zstd
- *   layout=merged align=hour target_mb=128 max_window_ms=300000 start=latest checkpoint_every=20
- *   memory_mb=512 fetch_concurrency=4 discovery_interval_ms=2000 safe_guard_ms=5000
- *   lease_ttl_ms=30000 multipart_threshold_mb=64 shutdown_grace_ms=30000 crash_at=never */
+ *   prefix=queen region=us-east-1 addressing=path-style access_key=queen sse=off format=jsonl
+ *   compression=zstd parquet_codec=zstd layout=merged align=hour target_mb=128
+ *   max_window_ms=300000 start=latest checkpoint_every=20 memory_mb=512 fetch_concurrency=4
+ *   discovery_interval_ms=2000 safe_guard_ms=5000 lease_ttl_ms=30000 multipart_threshold_mb=64
+ *   shutdown_grace_ms=30000 crash_at=never
+ * (addressing is path-style or virtual-host). */
 void s3_sink_boot_line(const s3_sink_config *c, const s3_node_knobs *k, buf *out);
 
 /* The effective codec of a sink's objects (compression for JSONL, parquet_codec for Parquet). */

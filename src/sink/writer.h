@@ -9,7 +9,12 @@
  * ts is the broker's stamp rendered as ISO-8601 UTC with six fractional digits and 'Z'. The
  * payload is the stored JSON text byte for byte, except that a raw line break (\n or \r) is
  * written as a space so the record stays on one line; an empty payload is null; a payload the
- * node cannot decrypt is a JSON string holding the base64 of its stored bytes. */
+ * node cannot decrypt is a JSON string holding the base64 of its stored bytes.
+ *
+ * A zstd object is one frame with the content size in its header and a content checksum. In
+ * a Parquet file the payload column holds the stored text exactly (line breaks included: a
+ * column has no line to keep), null when empty, and a sealed payload as the same JSON string
+ * of base64. */
 #ifndef QUEEN_SINK_WRITER_H
 #define QUEEN_SINK_WRITER_H
 

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "core/buf.h"
+#include "core/timeutil.h"
 #include "core/util.h"
 #include "sink/writer.h"
 
@@ -231,6 +232,60 @@ static void test_compression_round_trip(void **state)
     }
     buf_free(&plain);
     free(r);
+}
+
+/* Every byte in the names, every sealed length, extreme offsets and stamps: the size computed
+ * before the zstd frame (its header carries it) must match the lines exactly, and each ts
+ * must be the ISO text of timeutil.h whatever the per-second cache held before. */
+static void test_sizes_and_stamps(void **state)
+{
+    (void)state;
+    static char names[256][4];
+    s3_record r[300];
+    size_t n = 0;
+    for (int c = 0; c < 256; c++) {
+        names[c][0] = 'p';
+        names[c][1] = (char)c;
+        names[c][2] = '"';
+        r[n] = rec("x", 0, "t\\\"", 0, NULL);
+        r[n].partition = names[c];
+        r[n].partition_len = 3;
+        r[n].txn = names[255 - c];
+        r[n].txn_len = 3;
+        r[n].offset = c == 0 ? INT64_MIN : c == 1 ? INT64_MAX : (int64_t)c * 977 - 50000;
+        r[n].ts = (c % 3 == 0 ? -1 : 1) * (int64_t)c * 1234567891LL + c;
+        r[n].payload = "[1,\r\n2]";
+        r[n].payload_len = (size_t)(c % 8);
+        r[n].payload_kind = c % 5 == 0 ? S3_PAYLOAD_SEALED : S3_PAYLOAD_JSON;
+        n++;
+    }
+    s3_records_sort(r, n);
+    buf plain, o, back;
+    buf_init(&plain, 0);
+    buf_init(&o, 0);
+    buf_init(&back, 0);
+    plain_text(r, n, &plain);
+    char err[128];
+    assert_int_equal(s3_object_build(S3_FORMAT_JSONL, S3_COMP_ZSTD, r, n, STRLIT("q"), TENANT, &o, err, sizeof err), 0);
+    assert_int_equal(ZSTD_getFrameContentSize(o.data, o.len), plain.len);
+    assert_int_equal(s3_decompress(S3_COMP_ZSTD, o.data, o.len, &back), 0);
+    assert_int_equal(back.len, plain.len);
+    assert_memory_equal(back.data, plain.data, plain.len);
+    /* the stamps, across second, day and epoch edges, in and out of the cache */
+    int64_t stamps[] = {0, -1, 999999, 1000000, -1000000, -1000001, 1791009457501942LL, 1791009457999999LL,
+                        1791009458000000LL, 1791009457501942LL, 1790985599999999LL, 1790985600000000LL,
+                        253402300799999999LL, -62135596800000000LL};
+    for (size_t i = 0; i < sizeof stamps / sizeof stamps[0]; i++) {
+        s3_record x = rec("p", 0, "t", stamps[i], "1");
+        char want[32], pat[48];
+        format_iso_us(stamps[i], want);
+        snprintf(pat, sizeof pat, ",\"ts\":\"%s\",", want);
+        if (!strstr(line_of(&x), pat))
+            fail_msg("ts %lld: want %s in %s", (long long)stamps[i], want, line_of(&x));
+    }
+    buf_free(&plain);
+    buf_free(&o);
+    buf_free(&back);
 }
 
 static void test_zstd_frame(void **state)
@@ -523,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_sealed_base64),
         cmocka_unit_test(test_sort),
         cmocka_unit_test(test_compression_round_trip),
+        cmocka_unit_test(test_sizes_and_stamps),
         cmocka_unit_test(test_zstd_frame),
         cmocka_unit_test(test_gzip_header),
         cmocka_unit_test(test_same_bytes),
