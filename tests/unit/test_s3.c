@@ -1023,6 +1023,10 @@ static void get_head_responder(tsrv *s, const creq *q, int idx, resp *out)
         out->status = 404;
         snprintf(out->body, sizeof out->body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey"
                                               "</Code><Message>The specified key does not exist.</Message></Error>");
+    } else if (strcmp(q->method, "GET") == 0 && strcmp(q->path, "/lake/bucket-gone") == 0) {
+        out->status = 404;
+        snprintf(out->body, sizeof out->body, "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does "
+                                              "not exist</Message></Error>");
     } else if (strcmp(q->method, "GET") == 0) {
         snprintf(out->body, sizeof out->body, "{\"k\":1}");
     } else if (strcmp(q->method, "HEAD") == 0) {
@@ -1055,9 +1059,12 @@ static void test_wire_get_head(void **state)
             assert_int_equal(r.status, 404);
             assert_string_equal(r.error, "NoSuchKey: The specified key does not exist.");
             assert_int_equal(r.attempts, 1);
-            assert_int_equal(s->nreq, 3);
+            /* a missing bucket is a failure, not "no such key" */
+            assert_int_equal(s3_get(cl, "bucket-gone", &r), -1);
+            assert_string_equal(r.error, "NoSuchBucket: The specified bucket does not exist");
+            assert_int_equal(s->nreq, 4);
             assert_string_equal(s->reqs[0].path, "/lake");
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < 4; i++)
                 check_signed(&s->reqs[i], "eu-central-1");
         } else {
             assert_int_equal(rc, -1);
