@@ -205,6 +205,16 @@ describe('through the fault proxy', () => {
     assert.ok((await s3.get('retry/reset.bin')).equals(body));
   });
 
+  test('a connection reset mid-upload is retried', async () => {
+    proxy.pass().clear();
+    proxy.fault('reset-early', { times: 1 });
+    const body = crypto.randomBytes(3 * MiB);
+    const r = await via(['put', 'retry/reset-early.bin', file('rre', body)]);
+    assert.equal(r.code, 0, JSON.stringify(r));
+    assert.deepEqual(r.requests, [['put', 0], ['put', 200]]);
+    assert.ok((await s3.get('retry/reset-early.bin')).equals(body));
+  });
+
   test('a hung request times out and is retried', async () => {
     proxy.pass().clear();
     proxy.fault('hang', { times: 1 });

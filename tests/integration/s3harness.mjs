@@ -30,12 +30,15 @@
 //     proxy.fault(mode, { times, match, status, code, message, retryAfter, delayMs })
 //       mode 'error'  answer status (default 500) with an S3 <Error> body (code, message)
 //            '500'    500 InternalError          '503'  503 SlowDown with Retry-After
-//            'reset'  destroy the connection (TCP RST) without answering
+//            'reset'  destroy the connection (TCP RST) without answering, once the body is in
+//            'reset-early'  the same as soon as the headers are in, while the body is still
+//                     coming (a connection lost mid-upload)
 //            'hang'   read the request, never answer (until the client gives up or stop())
 //            'delay'  forward after delayMs
 //            'pass'   forward (useful to let some requests through ahead of a wider rule)
 //       times: how many requests the rule takes (default: unlimited); match: a function of the
-//       request record below, or an object of { method, op, key, partNumber } to compare.
+//       request record below, or an object of { method, op, key, partNumber } to compare. The
+//       rule is chosen when a request's headers arrive (its bodyBytes is not known yet).
 //     proxy.pass()        drop every rule: pass everything from now on
 //     proxy.requests      every request seen, in arrival order: { method, path (raw, encoded),
 //                         query (raw, without '?'), params (decoded URLSearchParams as an
@@ -174,16 +177,22 @@ s.run().then((a) => process.stdout.write(JSON.stringify({ port: a.port }) + '\\n
 process.on('SIGTERM', () => s.close(() => process.exit(0)));
 `;
 
+// s3rver children still running when the test process exits (a failed test that never
+// called stop()) are killed with it.
+const children = new Set();
+process.on('exit', () => { for (const pid of children) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } });
+
 export async function startS3({ buckets = ['lake'] } = {}) {
   const dir = tmpDir('queen-s3rver-');
   const child = spawn(process.execPath, ['-e', CHILD], {
     env: { PATH: process.env.PATH, NODE_OPTIONS: '--openssl-legacy-provider', S3H_ROOT: ROOT, S3H_DIR: dir, S3H_BUCKETS: JSON.stringify(buckets) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child.pid);
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => { children.delete(child.pid); resolve({ code, signal }); }));
   const port = await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`s3rver did not start in 15 s: ${err}`)), 15000);
     child.stdout.on('data', (d) => {
@@ -348,15 +357,21 @@ export async function startFaultProxy(target) {
       headers: { ...req.headers }, bodyBytes: 0, at: Date.now(), doneAt: null, fault: null, status: null,
     };
     requests.push(rec);
+    // the rule is chosen when the headers are in (bodyBytes is not known yet)
+    const rule = rules.find((r) => (r.times === undefined || r.times > 0) && matches(r.match, rec));
+    if (rule && rule.times !== undefined) rule.times--;
+    const mode = rule ? rule.mode : 'pass';
+    rec.fault = rule ? mode : null;
+    if (mode === 'reset-early') {
+      if (req.socket.resetAndDestroy) req.socket.resetAndDestroy(); else req.socket.destroy();
+      return;
+    }
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       rec.bodyBytes = body.length;
-      const rule = rules.find((r) => (r.times === undefined || r.times > 0) && matches(r.match, rec));
-      if (rule && rule.times !== undefined) rule.times--;
-      const mode = rule ? rule.mode : 'pass';
-      rec.fault = rule ? mode : null;
+      const own = ['abort_multipart', 'list_parts', 'list_uploads'].includes(rec.op);
       switch (mode) {
         case '500':
           return answer(res, rec, 500, s3Error('InternalError', 'We encountered an internal error. Please try again.'));
@@ -370,10 +385,9 @@ export async function startFaultProxy(target) {
         case 'hang':
           return undefined; // the socket stays open; stop() destroys it
         case 'delay':
-          return setTimeout(() => (['abort_multipart', 'list_parts', 'list_uploads'].includes(rec.op) ? answerOwn(req, res, rec, body) : forward(req, res, rec, body)), rule.delayMs ?? 1000);
+          return setTimeout(() => (own ? answerOwn(req, res, rec, body) : forward(req, res, rec, body)), rule.delayMs ?? 1000);
         default:
-          if (['abort_multipart', 'list_parts', 'list_uploads'].includes(rec.op)) return answerOwn(req, res, rec, body);
-          return forward(req, res, rec, body);
+          return own ? answerOwn(req, res, rec, body) : forward(req, res, rec, body);
       }
     });
   });
