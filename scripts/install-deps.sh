@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-run}
 run_pkgs=(build-essential pkg-config libuv1-dev libh2o-dev libpq-dev libssl-dev libcurl4-openssl-dev
           libzstd-dev zlib1g-dev libsnappy-dev libjwt-dev postgresql)
-test_pkgs=(libcmocka-dev clang libclang-rt-14-dev nghttp2-client wrk zstd)
+test_pkgs=(libcmocka-dev clang libclang-rt-14-dev nghttp2-client wrk zstd python3-boto3)
 
 want=("${run_pkgs[@]}")
 if [ "$mode" = test ]; then want+=("${test_pkgs[@]}"); fi

@@ -299,9 +299,11 @@ static void result_reset(s3_result *r)
 /* ---- the client ---- */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_sigv4_sort_bug; /* curl < 8.10: see sign_request */
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+    curl_sigv4_sort_bug = curl_version_info(CURLVERSION_NOW)->version_num < 0x080a00;
 }
 
 static char *dup_or_null(const char *s)
@@ -581,12 +583,7 @@ static int lower_cmp(const char *a, const char *b)
 
 static int curl_sorts_wrong(const s3_req *q)
 {
-    static int old = -1;
-    if (old < 0) {
-        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-        old = v->version_num < 0x080a00;
-    }
-    if (!old)
+    if (!curl_sigv4_sort_bug)
         return 0;
     for (int i = 0; i < q->nh; i++)
         for (int j = 0; j < q->nh; j++) {
@@ -1222,8 +1219,8 @@ int s3_get(s3_client *c, const char *key, s3_result *r)
         buf_free(&r->body);
         r->body = q.resp;
         buf_init(&q.resp, 0);
-    } else if (q.status == 404) {
-        rc = 1;
+    } else if (q.status == 404 && strncmp(q.error, "NoSuchBucket:", 13) != 0) {
+        rc = 1; /* the key is not there (a missing bucket stays a failure) */
     }
 out:
     req_free(&q);

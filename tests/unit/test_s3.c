@@ -676,8 +676,9 @@ static int sigv4_verify(const creq *q, const char *access, const char *secret, c
         return 0;
     }
     char cred[512], signed_h[512], sig[128];
-    if (sscanf(auth, "AWS4-HMAC-SHA256 Credential=%511[^,], SignedHeaders=%511[^,], Signature=%127s", cred, signed_h,
-               sig) != 3) {
+    const char *pc = strstr(auth, "Credential="), *ps = strstr(auth, "SignedHeaders="), *pg = strstr(auth, "Signature=");
+    if (strncmp(auth, "AWS4-HMAC-SHA256 ", 17) != 0 || !pc || !ps || !pg || sscanf(pc, "Credential=%511[^,]", cred) != 1 ||
+        sscanf(ps, "SignedHeaders=%511[^,]", signed_h) != 1 || sscanf(pg, "Signature=%127s", sig) != 1) {
         snprintf(why, wl, "unexpected Authorization: %s", auth);
         return 0;
     }
@@ -841,6 +842,47 @@ static void check_signed(const creq *q, const char *region)
     /* the secret never travels */
     for (int i = 0; i < q->nh; i++)
         assert_null(strstr(q->h[i].value, SK));
+}
+
+/* The verifier itself, on AWS's published example (S3 API reference, "Signature Calculations
+ * for the Authorization Header", Example: GET Object): it must accept that signature, and
+ * refuse it once any signed part of the request changes. */
+static void add_h(creq *q, const char *n, const char *v)
+{
+    snprintf(q->h[q->nh].name, sizeof q->h[0].name, "%s", n);
+    snprintf(q->h[q->nh].value, sizeof q->h[0].value, "%s", v);
+    q->nh++;
+}
+
+static void test_verifier_aws_vector(void **state)
+{
+    (void)state;
+    creq *q = calloc(1, sizeof *q);
+    snprintf(q->method, sizeof q->method, "GET");
+    snprintf(q->path, sizeof q->path, "/test.txt");
+    add_h(q, "host", "examplebucket.s3.amazonaws.com");
+    add_h(q, "range", "bytes=0-9");
+    add_h(q, "x-amz-content-sha256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    add_h(q, "x-amz-date", "20130524T000000Z");
+    add_h(q, "authorization", "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
+                              "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"
+                              "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    const char *secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    char why[4096];
+    if (!sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "us-east-1", why, sizeof why))
+        fail_msg("AWS's example does not verify: %s", why);
+    snprintf(q->h[1].value, sizeof q->h[1].value, "bytes=0-10");
+    assert_false(sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "us-east-1", why, sizeof why));
+    snprintf(q->h[1].value, sizeof q->h[1].value, "bytes=0-9");
+    snprintf(q->path, sizeof q->path, "/test.txT");
+    assert_false(sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "us-east-1", why, sizeof why));
+    snprintf(q->path, sizeof q->path, "/test.txt");
+    snprintf(q->query, sizeof q->query, "x=1");
+    assert_false(sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "us-east-1", why, sizeof why));
+    q->query[0] = '\0';
+    assert_false(sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "eu-west-1", why, sizeof why));
+    assert_true(sigv4_verify(q, "AKIAIOSFODNN7EXAMPLE", secret, "us-east-1", why, sizeof why));
+    free(q);
 }
 
 /* ------------------------------------------------------------------ wire tests */
@@ -1023,6 +1065,10 @@ static void get_head_responder(tsrv *s, const creq *q, int idx, resp *out)
         out->status = 404;
         snprintf(out->body, sizeof out->body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey"
                                               "</Code><Message>The specified key does not exist.</Message></Error>");
+    } else if (strcmp(q->method, "GET") == 0 && strcmp(q->path, "/lake/bucket-gone") == 0) {
+        out->status = 404;
+        snprintf(out->body, sizeof out->body, "<Error><Code>NoSuchBucket</Code><Message>The specified bucket does "
+                                              "not exist</Message></Error>");
     } else if (strcmp(q->method, "GET") == 0) {
         snprintf(out->body, sizeof out->body, "{\"k\":1}");
     } else if (strcmp(q->method, "HEAD") == 0) {
@@ -1055,9 +1101,12 @@ static void test_wire_get_head(void **state)
             assert_int_equal(r.status, 404);
             assert_string_equal(r.error, "NoSuchKey: The specified key does not exist.");
             assert_int_equal(r.attempts, 1);
-            assert_int_equal(s->nreq, 3);
+            /* a missing bucket is a failure, not "no such key" */
+            assert_int_equal(s3_get(cl, "bucket-gone", &r), -1);
+            assert_string_equal(r.error, "NoSuchBucket: The specified bucket does not exist");
+            assert_int_equal(s->nreq, 4);
             assert_string_equal(s->reqs[0].path, "/lake");
-            for (int i = 0; i < 3; i++)
+            for (int i = 0; i < 4; i++)
                 check_signed(&s->reqs[i], "eu-central-1");
         } else {
             assert_int_equal(rc, -1);
@@ -1668,6 +1717,7 @@ int main(void)
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_hashes_and_complete_xml),
         cmocka_unit_test(test_xml),
+        cmocka_unit_test(test_verifier_aws_vector),
         cmocka_unit_test(test_wire_put_path_style),
         cmocka_unit_test(test_wire_put_self_signed),
         cmocka_unit_test(test_wire_vhost_kms),
