@@ -612,8 +612,13 @@ static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
     sinkdb_slice_cb cb = {.arg = &c, .on_part = on_part, .on_seg = on_seg};
     int64_t end = limit;
     size_t before = t->buf.n;
+    uint64_t t_read = mono_us();
     int rc = sinkdb_slice(&w->db, t->qid, t->w.read_to, limit, (int64_t)budget, align_us, &cb, &end);
     mc_add(&t->m_fetches, 1);
+    if (c.added)
+        log_debug(S3_LOG, "queue=%s: read %llu records (%llu bytes) of [%lld, %lld) in %.1f ms", t->queue,
+                  (unsigned long long)c.added, (unsigned long long)c.added_bytes, (long long)t->w.read_to,
+                  (long long)end, (double)(mono_us() - t_read) / 1000.0);
     if (rc == 0) {
         /* retention removed records of a partition before this node read them */
         for (int i = 0; i < c.nparts; i++) {
@@ -766,6 +771,7 @@ static int upload(s3_qtask *t, s3_worker *w)
                 j++;
         }
         buf_reset(&obj);
+        uint64_t t_build = mono_us();
         if (s3_object_build(p->intent.format, p->intent.compression, recs + i, j - i, t->queue, t->qlen,
                             s->c.tenant_text, &obj, err, sizeof err) < 0) {
             sink_set_error(t, "building window %llu: %s", (unsigned long long)p->intent.k, err);
@@ -781,10 +787,14 @@ static int upload(s3_qtask *t, s3_worker *w)
                         p->intent.t_end, s->c.align, ext);
         s3_result_free(&res);
         s3_result_init(&res);
+        uint64_t t_put = mono_us();
         if (s3_put(cl, buf_cstr(&key), obj.data, obj.len, content_type(p->intent.format, p->intent.compression), &res) < 0) {
             sink_set_error(t, "uploading %s: %s (HTTP %ld)", buf_cstr(&key), res.error, res.status);
             goto out;
         }
+        log_debug(S3_LOG, "queue=%s: window %llu object of %zu records: built in %.1f ms (%zu bytes), put in %.1f ms",
+                  t->queue, (unsigned long long)p->intent.k, j - i, (double)(t_put - t_build) / 1000.0, obj.len,
+                  (double)(mono_us() - t_put) / 1000.0);
         p->bytes += obj.len;
         pend_add_object(p, buf_cstr(&key), &obj, j - i, p->intent.layout == S3_LAYOUT_PER_PARTITION ? recs[i].partition : NULL,
                         recs[i].partition_len, recs[i].offset, recs[j - 1].offset);

@@ -3,6 +3,7 @@
 #include "sink.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,14 @@ static void add_task(s3_sink *s, const char *queue)
     n->tasks[n->ntasks++] = t;
 }
 
+static void crash_between_parts(void *arg, int part_number)
+{
+    (void)arg;
+    log_warn(S3_LOG, "QUEEN_S3_CRASH_AT=mid_upload reached after part %d: killing the process", part_number);
+    raise(SIGKILL);
+    _exit(137);
+}
+
 void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
 {
     s3_sink *s = xcalloc(1, sizeof *s);
@@ -94,6 +103,13 @@ void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
     }
     s->s3.multipart_threshold = (size_t)n->k.multipart_threshold_mb << 20;
     s->s3.cancel = &n->hard_stop;
+    s->s3.content_md5 = 1;
+    if (n->k.crash_at == S3_CRASH_MID_UPLOAD) {
+        /* the multipart half of the fault; the single-PUT half is in qtask.c, after the first
+         * data object */
+        s->s3.on_part_uploaded = crash_between_parts;
+        s->s3.hook_arg = s;
+    }
     s->phase = SP_STARTING;
     s->bucket_state = -1;
     s->probe_backoff_ms = 1000;

@@ -89,7 +89,7 @@ describe('records retention removed before the sink read them', () => {
   });
 
   test('are recorded in the manifest and counted, never silent', async () => {
-    proxy.mode('error500');
+    proxy.pass(); proxy.fault('500');
     node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev' }), RETENTION_INTERVAL: '200' } });
     assert.equal((await post(node.url, '/api/v1/configure', { queue: 'ev', options: { maxWaitTimeSeconds: 1 } })).status, 200);
     const items = [];
@@ -100,7 +100,7 @@ describe('records retention removed before the sink read them', () => {
       return f.json.records.length === 0;
     }, 20000, node);
     await post(node.url, '/api/v1/push', { items: [{ queue: 'ev', partition: 'p', payload: { kept: true } }] });
-    proxy.mode('pass');
+    proxy.pass();
     await waitFor('window 1 of ev', async () => ((await queueRow(node, 'ev')) || {}).k >= 1, 30000, node);
     const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=ev/windows/0000000001.json`)).toString());
     assert.deepEqual(m.lost, [{ partition: 'p', from: 0, to: 4 }]);

@@ -258,7 +258,7 @@ describe('the bucket answering errors, down, or refusing the credentials', () =>
   });
 
   test('a bucket answering 500 at boot: the sink backs off, says so, and starts when it answers', async () => {
-    proxy.mode('error500');
+    proxy.pass(); proxy.fault('500');
     node = await startQueen({ env: sinkEnv(proxy.endpoint) });
     await post(node.url, '/api/v1/push', SPEC_ITEMS);
     const s = await waitFor('the probe error in status', async () => {
@@ -267,21 +267,21 @@ describe('the bucket answering errors, down, or refusing the credentials', () =>
     }, 20000, node);
     assert.equal(s.ok, false);
     assert.match(s.bucket.error, /lake/);
-    proxy.mode('pass');
+    proxy.pass();
     await waitFor('window 1 after the bucket came back', async () => ((await queueRow(node)) || {}).windowsCommitted >= 1, 40000, node);
   });
 
   test('uploads failing with 500 after the start: lastError, then catching up', async () => {
-    proxy.mode('error500');
+    proxy.pass(); proxy.fault('500');
     await post(node.url, '/api/v1/push', { items: [{ queue: 'orders', partition: 'cust-3', payload: { order: 3 } }] });
     const row = await waitFor('the upload error in status', async () => {
       const q = await queueRow(node);
       return q && q.lastError && /HTTP 500|500/.test(q.lastError.message) ? q : null;
     }, 30000, node);
     assert.equal(row.k, 1);
-    proxy.mode('reset');
+    proxy.pass(); proxy.fault('reset');
     await sleep(1000);
-    proxy.mode('pass');
+    proxy.pass();
     const done = await waitFor('window 2', async () => {
       const q = await queueRow(node);
       return q && q.k >= 2 ? q : null;
