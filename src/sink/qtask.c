@@ -1096,9 +1096,19 @@ static void on_advance(void *arg, const sinkdb_part *p)
         pos->next = p->last_offset + 1;
 }
 
+static void on_at(void *arg, const sinkdb_part *p)
+{
+    s3_qtask *t = arg;
+    if (!pos_find(t, p->name, p->name_len))
+        pos_add(t, p->name, p->name_len, p->uuid, p->last_offset);
+}
+
 /* The positions at the commit pointer: the last checkpoint's, moved forward over what was
- * committed after it (offsets only). Without a usable checkpoint the positions are unknown
- * (pos_known = 0), except from the start of the log, where every partition starts at 0. */
+ * committed after it (offsets only). Before the first checkpoint of a queue read from the
+ * start of the log, every partition starts at 0. Otherwise (a latest start, or a checkpoint
+ * that is gone) each partition's first offset stamped at or after the pointer: a gap that
+ * retention made while no node ran the queue is then not reported, but nothing is reported
+ * that is not a gap. */
 static int restore_positions(s3_qtask *t, s3_worker *w)
 {
     s3_sink *s = t->sink;
@@ -1107,8 +1117,6 @@ static int restore_positions(s3_qtask *t, s3_worker *w)
     uint64_t ck = s3_checkpoint_k(t->committed.k, t->node->k.checkpoint_every);
     t->pos_known = 0;
     if (ck == 0) {
-        /* before the first checkpoint: a queue read from the start of the log has every
-         * partition from offset 0; one that started at "latest" has no known positions */
         if (s->c.start == S3_START_EARLIEST) {
             t->pos_known = 1;
             from = 0;
@@ -1153,6 +1161,13 @@ static int restore_positions(s3_qtask *t, s3_worker *w)
             sink_set_error(t, "%s", w->db.err);
             return -1;
         }
+    }
+    if (!t->pos_known) {
+        if (sinkdb_positions_at(&w->db, t->qid, t->committed.t_end, on_at, t) < 0) {
+            sink_set_error(t, "%s", w->db.err);
+            return -1;
+        }
+        t->pos_known = 1;
     }
     return 0;
 }

@@ -205,6 +205,28 @@ int sinkdb_positions(sinkdb *d, int64_t qid, int64_t from, int64_t to, void (*on
     return 0;
 }
 
+int sinkdb_positions_at(sinkdb *d, int64_t qid, int64_t t, void (*on_part)(void *, const sinkdb_part *), void *arg)
+{
+    char a[2][24];
+    snprintf(a[0], sizeof a[0], "%lld", (long long)qid);
+    snprintf(a[1], sizeof a[1], "%lld", (long long)t);
+    const char *vals[2] = {a[0], a[1]};
+    PGresult *r = run(d, "reading positions",
+                      "SELECT 2, name, puuid, start_offset, next_offset, first_offset "
+                      "FROM queen.sink_positions_at_v1($1::int8, $2::int8)",
+                      2, vals, NULL, NULL);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        sinkdb_part p;
+        fill_part(r, i, &p);
+        p.last_offset = col_i64(r, i, 5);
+        on_part(arg, &p);
+    }
+    PQclear(r);
+    return 0;
+}
+
 int sinkdb_queues(sinkdb *d, const uint8_t tenant[16], char ***names, int *n)
 {
     char t[37];

@@ -74,6 +74,10 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
 int sinkdb_positions(sinkdb *d, int64_t qid, int64_t from, int64_t to, void (*on_part)(void *, const sinkdb_part *),
                      void *arg);
 
+/* Every partition of the queue with its first offset stamped at or after t (in
+ * p->last_offset; its next offset when none is). 0 or -1. */
+int sinkdb_positions_at(sinkdb *d, int64_t qid, int64_t t, void (*on_part)(void *, const sinkdb_part *), void *arg);
+
 /* The tenant's queue names, in name order (*names heap array of heap strings). 0 or -1. */
 int sinkdb_queues(sinkdb *d, const uint8_t tenant[16], char ***names, int *n);
 void sinkdb_names_free(char **names, int n);

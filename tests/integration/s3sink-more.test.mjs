@@ -3,9 +3,11 @@
 // the retention hold reading the commit pointer, and two nodes sharing one database (one writer
 // per queue, hand-over on SIGTERM and after kill -9).
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 
-import { get, post, sleep, startPostgres, startQueen } from './harness.mjs';
+import { api, get, post, sleep, startPostgres, startQueen } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
 import { queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
@@ -193,5 +195,85 @@ describe('two nodes on one database', () => {
     assert.equal(new Set(ids).size, ids.length, 'no record twice');
     assert.equal(recs.length, total);
     assert.deepEqual([...new Set(recs.map((r) => r.payload.n))].sort((x, y) => x - y), [...Array(total).keys()]);
+  });
+});
+
+describe('memory, codecs, checkpoints, the fence and the drain', () => {
+  let s3;
+  let node;
+  before(async () => { s3 = await startS3(); });
+  after(async () => {
+    if (node && !node.exited) await node.stop();
+    if (s3) await s3.stop();
+  });
+
+  test('the sink runs on threads named queen-s3', async () => {
+    // latest: the window starts when the queue is claimed, so it is young and only memory
+    // pressure can close it within the test
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'mem', QUEEN_S3_MEMORY_MB: '1', QUEEN_S3_MAX_WINDOW_MS: '300000',
+      QUEEN_S3_COMPRESSION: 'gzip', QUEEN_S3_CHECKPOINT_EVERY: '1', QUEEN_S3_START: 'latest' }) });
+    const names = fs.readdirSync(`/proc/${node.proc.pid}/task`).map((t) => fs.readFileSync(`/proc/${node.proc.pid}/task/${t}/comm`, 'utf8').trim());
+    assert.ok(names.filter((n) => n === 'queen-s3').length >= 2, names.join(','));
+  });
+
+  test('past QUEEN_S3_MEMORY_MB the queue holding the most closes its window (gzip, with a checkpoint)', async () => {
+    await post(node.url, '/api/v1/configure', { queue: 'mem', options: {} });
+    await waitFor('mem claimed', async () => ((await queueRow(node, 'mem')) || {}).state === 'filling', 20000, node);
+    const pad = 'y'.repeat(1000);
+    const items = [];
+    for (let i = 0; i < 1500; i++) items.push({ queue: 'mem', partition: `p${i % 2}`, payload: { i, pad } });
+    assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
+    await waitFor('a window closed by memory pressure', async () => ((await queueRow(node, 'mem')) || {}).k >= 1, 30000, node);
+    assert.match(node.log, /window committed queue=mem k=1 .*reason=memory/);
+    const keys = (await s3.list(`queen/tenant=${TENANT}/queue=mem/`)).map((o) => o.key);
+    assert.ok(keys.length >= 1 && keys.every((k) => k.endsWith('.jsonl.gz')), JSON.stringify(keys));
+    const lines = zlib.gunzipSync(await s3.get(keys[0])).toString().trim().split('\n');
+    assert.equal(JSON.parse(lines[0]).payload.pad, pad);
+    const ck = await s3.get(`queen/_queen/tenant=${TENANT}/queue=mem/checkpoint/0000000001.json.zst`);
+    assert.ok(ck, 'a checkpoint after window 1 (QUEEN_S3_CHECKPOINT_EVERY=1)');
+    const c = JSON.parse(zstdDecode(ck));
+    assert.equal(c.k, 1);
+    // every partition: p0, p1 and the Default partition configure created
+    assert.deepEqual(c.positions.map((p) => p[0]), ['Default', 'p0', 'p1']);
+    const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=mem/windows/0000000001.json`)).toString());
+    assert.equal(m.compression, 'gzip');
+    const got = new Map(c.positions.map((p) => [p[0], p[1]]));
+    const inWindow = lines.map((l) => JSON.parse(l)).filter((r) => r.partition === 'p0').length;
+    assert.equal(got.get('p0'), inWindow, 'the next offset of p0 after window 1');
+  });
+
+  test('a lease taken over under the node stops the queue there (fenced, counted)', async () => {
+    const key = 's3:default:mem:lease';
+    const r = await api(node.url, 'PUT', `/api/v1/kv/queen-s3/${encodeURIComponent(key)}`, { value: { instance: 'intruder', incarnation: 'x', sinceMs: 0 } });
+    assert.equal(r.status, 200, r.text);
+    const row = await waitFor('the queue fenced, then held by the intruder', async () => {
+      const q = await queueRow(node, 'mem');
+      return q && q.state === 'held' && q.heldBy === 'intruder' ? q : null;
+    }, 30000, node);
+    assert.match(row.lastError.message, /fenced/);
+    const metrics = (await get(node.url, '/metrics/prometheus')).text;
+    assert.match(metrics, /^queen_s3_commit_precondition_lost_total\{queue="mem"\} [1-9]\d*$/m);
+    assert.doesNotMatch(metrics, /^queen_s3_lag_seconds\{queue="mem"\}/m, 'no gauges for a queue this node does not run');
+    await api(node.url, 'DELETE', `/api/v1/kv/queen-s3/${encodeURIComponent(key)}`);
+    await node.stop();
+    node = null;
+  });
+
+  test('SIGTERM commits the window being filled when it is worth it, then gives the lease back', async () => {
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'drain', QUEEN_S3_MAX_WINDOW_MS: '300000', QUEEN_S3_START: 'latest' }) });
+    await post(node.url, '/api/v1/configure', { queue: 'drain', options: {} });
+    await waitFor('drain claimed', async () => ((await queueRow(node, 'drain')) || {}).state === 'filling', 20000, node);
+    const pad = 'z'.repeat(1000);
+    const items = [];
+    for (let i = 0; i < 1200; i++) items.push({ queue: 'drain', partition: 'p', payload: { i, pad } });
+    assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
+    await waitFor('1 MiB buffered', async () => ((await queueRow(node, 'drain')) || {}).bufferedBytes >= 1 << 20, 30000, node);
+    assert.equal((await queueRow(node, 'drain')).k, 0, 'nothing committed before the signal (the window is young)');
+    await node.stop();
+    assert.match(node.log, /window committed queue=drain k=1 records=1200 .*reason=drain/);
+    assert.match(node.log, /queue=drain: lease given back/);
+    node = null;
+    const keys = (await s3.list(`queen/tenant=${TENANT}/queue=drain/`)).map((o) => o.key);
+    assert.equal(keys.length, 1);
   });
 });
