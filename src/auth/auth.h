@@ -71,7 +71,8 @@ void auth_config_free(auth_config *c);
 int auth_skip_path(const auth_config *c, const char *path);
 
 /* The token of an Authorization header value: after a "Bearer " prefix (any case), else the
- * whole value; surrounding blanks trimmed. Returns 0, or -1 when nothing is left. */
+ * whole value; surrounding blanks trimmed. Returns 0, or -1 when nothing is left (an empty
+ * value, or "Bearer" alone). */
 int auth_bearer(const char *header, const char **tok, size_t *len);
 
 /* Strict base64url (RFC 4648 §5, no padding, no blanks). Appends to out; -1 on a bad input. */

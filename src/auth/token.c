@@ -19,6 +19,9 @@ int auth_bearer(const char *h, const char **tok, size_t *len)
         h++;
         n--;
     }
+    /* the scheme alone ("Bearer", as proxies leave it once they trim the blank) carries no token */
+    if (n == 6 && ascii_ieq(h, 6, "bearer"))
+        return -1;
     if (n >= 7 && ascii_ieq(h, 7, "bearer ")) {
         h += 7;
         n -= 7;

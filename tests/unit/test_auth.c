@@ -341,7 +341,8 @@ static void test_bearer(void **state)
     expect_bearer("bearer abc", "abc");
     expect_bearer("BEARER   abc  ", "abc");
     expect_bearer("abc.def.ghi", "abc.def.ghi");
-    expect_bearer("Bearer", "Bearer");
+    expect_bearer("Bearer", NULL);
+    expect_bearer("Bearerx", "Bearerx");
     expect_bearer("Bearer ", NULL);
     expect_bearer("bearer \t ", NULL);
     expect_bearer("   ", NULL);
