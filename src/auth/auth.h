@@ -37,6 +37,12 @@ struct uv_loop_s; /* uv_loop_t */
 /* An unknown key id fetches the JWKS again, but at most once per this many milliseconds: a
  * stream of tokens with made-up key ids must not become a stream of fetches. */
 #define AUTH_JWKS_MISS_COOLDOWN_MS 1000
+/* Tokens that passed are remembered (the exact bytes → the claims), so a client that sends one
+ * token with every request pays the signature check once: libjwt parses the PEM key on every
+ * RS256 check, which costs hundreds of microseconds on the loop. An entry serves at most this
+ * long (a key removed from the JWKS stops counting within it) and never past exp. */
+#define AUTH_CACHE_SLOTS 1024
+#define AUTH_CACHE_TTL_S 60
 
 enum auth_alg { AUTH_ALG_HS256 = 0, AUTH_ALG_RS256 = 1, AUTH_ALG_EDDSA = 2, AUTH_ALG_AUTO = 3 };
 enum auth_role { AUTH_ROLE_NONE = 0, AUTH_ROLE_READ_ONLY, AUTH_ROLE_READ_WRITE, AUTH_ROLE_ADMIN };
@@ -99,6 +105,7 @@ typedef struct auth_claims {
     enum auth_role role;
     uint8_t tenant[16];
     int has_tenant;
+    int64_t valid_until_s; /* exp + JWT_CLOCK_SKEW, rounded down; INT64_MAX without exp */
 } auth_claims;
 
 /* Checks the payload's registered claims (exp and nbf with JWT_CLOCK_SKEW of leeway, iat not

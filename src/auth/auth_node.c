@@ -22,12 +22,22 @@
 
 #include "auth.h"
 #include "core/log.h"
+#include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "metrics/metrics.h"
 
 /* Checks waiting for one fetch; past this they are answered 503 at once. */
 #define AUTH_MAX_WAITING 4096
+
+/* A token that passed, remembered for AUTH_CACHE_TTL_S (never past its exp). Looked up by the
+ * exact bytes: the hash only picks the slot. */
+typedef struct cached {
+    char *tok;
+    size_t len;
+    int64_t until_s;
+    auth_claims claims; /* owned */
+} cached;
 
 typedef struct waiter {
     struct waiter *next;
@@ -59,8 +69,9 @@ struct auth {
     int ready;                 /* under mu: a result is in the slot */
     auth_keyset *ready_set;    /* under mu */
     char ready_err[300];       /* under mu */
+    cached cache[AUTH_CACHE_SLOTS]; /* loop thread only */
     /* metrics */
-    mcounter ok, invalid, fetch_ok, fetch_failed;
+    mcounter ok, invalid, cache_hits, fetch_ok, fetch_failed;
 };
 
 /* ---- the refresher thread ------------------------------------------------------------------ */
@@ -165,10 +176,47 @@ static int64_t now_s(void)
     return wall_us() / 1000000;
 }
 
-static void answer(auth *a, auth_result *res, enum auth_outcome o, auth_done_fn done, void *arg)
+static cached *cache_slot(auth *a, const char *tok, size_t len)
+{
+    return &a->cache[hash_bytes(tok, len, 0x6a77) & (AUTH_CACHE_SLOTS - 1)];
+}
+
+static void cache_clear_slot(cached *c)
+{
+    free(c->tok);
+    auth_claims_free(&c->claims);
+    memset(c, 0, sizeof *c);
+}
+
+static const cached *cache_get(auth *a, const char *tok, size_t len, int64_t now)
+{
+    cached *c = cache_slot(a, tok, len);
+    if (!c->tok || c->len != len || memcmp(c->tok, tok, len) != 0)
+        return NULL;
+    if (now > c->until_s) {
+        cache_clear_slot(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void cache_put(auth *a, const char *tok, size_t len, const auth_claims *cl, int64_t now)
+{
+    cached *c = cache_slot(a, tok, len);
+    cache_clear_slot(c);
+    c->tok = xstrndup(tok, len);
+    c->len = len;
+    c->until_s = now + AUTH_CACHE_TTL_S < cl->valid_until_s ? now + AUTH_CACHE_TTL_S : cl->valid_until_s;
+    c->claims = *cl;
+    c->claims.sub = cl->sub ? xstrdup(cl->sub) : NULL;
+}
+
+static void answer(auth *a, const char *tok, size_t len, auth_result *res, enum auth_outcome o, auth_done_fn done,
+                   void *arg)
 {
     if (o == AUTH_OK) {
         mc_add(&a->ok, 1);
+        cache_put(a, tok, len, &res->claims, now_s());
         done(arg, 200, "", &res->claims);
         auth_claims_free(&res->claims);
         return;
@@ -198,10 +246,19 @@ static void park(auth *a, const char *tok, size_t len, auth_done_fn done, void *
 
 void auth_check(auth *a, const char *tok, size_t len, auth_done_fn done, void *arg)
 {
+    int64_t now = now_s();
+    const cached *c = cache_get(a, tok, len, now);
+    if (c) {
+        mc_add(&a->ok, 1);
+        mc_add(&a->cache_hits, 1);
+        /* borrowed for the call: nothing reaches the cache until `done` returns */
+        done(arg, 200, "", &c->claims);
+        return;
+    }
     auth_result res;
-    enum auth_outcome o = auth_verify(a->cfg, a->has_static ? &a->static_key : NULL, a->jwks, tok, len, now_s(), &res);
+    enum auth_outcome o = auth_verify(a->cfg, a->has_static ? &a->static_key : NULL, a->jwks, tok, len, now, &res);
     if (o != AUTH_UNKNOWN_KID) {
-        answer(a, &res, o, done, arg);
+        answer(a, tok, len, &res, o, done, arg);
         return;
     }
     if (a->stopped) {
@@ -209,12 +266,12 @@ void auth_check(auth *a, const char *tok, size_t len, auth_done_fn done, void *a
         return;
     }
     if (!a->thread_started) {
-        answer(a, &res, AUTH_DENIED, done, arg);
+        answer(a, tok, len, &res, AUTH_DENIED, done, arg);
         return;
     }
     /* a key we do not hold: fetch the set again, unless one came back a moment ago */
     if (!a->fetching && a->jwks && mono_ms() - a->last_fetch_ms < AUTH_JWKS_MISS_COOLDOWN_MS) {
-        answer(a, &res, AUTH_DENIED, done, arg);
+        answer(a, tok, len, &res, AUTH_DENIED, done, arg);
         return;
     }
     request_fetch(a);
@@ -259,7 +316,7 @@ static void on_async(uv_async_t *h)
             mc_add(&a->invalid, 1);
             w->done(w->arg, 500, "Failed to fetch JWKS", NULL);
         } else {
-            answer(a, &res, o == AUTH_UNKNOWN_KID ? AUTH_DENIED : o, w->done, w->arg);
+            answer(a, w->tok, w->len, &res, o == AUTH_UNKNOWN_KID ? AUTH_DENIED : o, w->done, w->arg);
         }
         free(w->tok);
         free(w);
@@ -365,6 +422,8 @@ void auth_free(auth *a)
     auth_keyset_free(a->ready_set);
     auth_keyset_free(a->jwks);
     auth_key_clear(&a->static_key);
+    for (int i = 0; i < AUTH_CACHE_SLOTS; i++)
+        cache_clear_slot(&a->cache[i]);
     free(a);
 }
 
@@ -373,6 +432,9 @@ void auth_render_metrics(auth *a, buf *b)
     metric_help(b, "queen_auth_tokens_total", "counter", "Bearer tokens checked, by result");
     metric_u64(b, "queen_auth_tokens_total", "result=\"valid\"", mc_get(&a->ok));
     metric_u64(b, "queen_auth_tokens_total", "result=\"invalid\"", mc_get(&a->invalid));
+    metric_help(b, "queen_auth_token_cache_hits_total", "counter",
+                "Valid tokens answered from the cache of tokens that passed (no signature check)");
+    metric_u64(b, "queen_auth_token_cache_hits_total", NULL, mc_get(&a->cache_hits));
     if (!a->cfg->jwks_url || a->has_static)
         return;
     metric_help(b, "queen_auth_jwks_fetches_total", "counter", "JWKS fetches, by result");

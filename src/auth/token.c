@@ -284,6 +284,7 @@ int auth_claims_check(const auth_config *c, const char *json, size_t n, int64_t 
         fail(err, errlen, "Token has expired");
         goto out;
     }
+    out->valid_until_s = has_exp ? (exp + skew >= 9.2e18 ? INT64_MAX : (int64_t)floor(exp + skew)) : INT64_MAX;
     if (has_nbf && now + skew < nbf) {
         fail(err, errlen, "Token is not yet valid");
         goto out;

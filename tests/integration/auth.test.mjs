@@ -204,7 +204,15 @@ describe('HS256', () => {
     assert.deepEqual(r.json.messages.map((m) => [m.data, m.producerSub]), [[1, 'alice'], [2, 'bob'], [3, null], [4, 'carol']]);
   });
 
-  test('auth counters on /metrics/prometheus', async () => {
+  test('auth counters on /metrics/prometheus; a token that passed is not checked again', async () => {
+    const hits = async () => Number((await get(node.url, '/metrics/prometheus')).text.match(/^queen_auth_token_cache_hits_total (\d+)$/m)[1]);
+    const h0 = await hits();
+    const t1 = hs({ sub: 'cache-me', role: 'read-only', n: Math.random() });
+    assert.equal((await get(node.url, '/status', bearer(t1))).status, 200);
+    assert.equal(await hits(), h0);
+    assert.equal((await get(node.url, '/status', bearer(t1))).status, 200);
+    assert.equal((await get(node.url, '/status', bearer(t1))).status, 200);
+    assert.equal(await hits(), h0 + 2);
     const t = (await get(node.url, '/metrics/prometheus')).text;
     assert.match(t, /^queen_auth_tokens_total\{result="valid"\} [1-9]\d*$/m);
     assert.match(t, /^queen_auth_tokens_total\{result="invalid"\} [1-9]\d*$/m);
@@ -233,6 +241,13 @@ describe('issuer, audience and custom role claims', () => {
     r = await get(node.url, '/status', bearer(hs({ ...base, aud: 'other' })));
     assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token audience' }]);
     r = await get(node.url, '/status', bearer(hs({ ...base, exp: nowS() - 2 })));
+    assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired' }]);
+    // a token that passed (and is remembered) still expires on time
+    const short = bearer(hs({ ...base, exp: nowS() + 1 }));
+    assert.equal((await get(node.url, '/status', short)).status, 200);
+    assert.equal((await get(node.url, '/status', short)).status, 200);
+    await sleep(2100);
+    r = await get(node.url, '/status', short);
     assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired' }]);
   });
 

@@ -471,8 +471,13 @@ static void test_time_claims(void **state)
     expect_claims_error(&c, p, "Token was issued in the future");
     expect_claims_error(&c, "{\"exp\":\"tomorrow\"}",
                         "Token decode error: exp, nbf and iat must be numbers (seconds since the epoch)");
-    /* no exp at all: accepted (as the earlier release did) */
+    /* no exp at all: accepted (as the earlier release did), and valid for as long as cached */
     assert_int_equal(check_claims(&c, "{}", &res), AUTH_OK);
+    assert_true(res.claims.valid_until_s == INT64_MAX);
+    auth_claims_free(&res.claims);
+    snprintf(p, sizeof p, "{\"exp\":%d.9}", NOW + 100);
+    assert_int_equal(check_claims(&c, p, &res), AUTH_OK);
+    assert_int_equal(res.claims.valid_until_s, NOW + 130);
     auth_claims_free(&res.claims);
     auth_config_free(&c);
     /* no skew */
