@@ -14,6 +14,7 @@
  * auth_stop has closed it. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ struct auth {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int want_fetch, stop;      /* under mu */
+    atomic_int abort_fetch;    /* set by auth_stop: a fetch in progress gives up */
     int ready;                 /* under mu: a result is in the slot */
     auth_keyset *ready_set;    /* under mu */
     char ready_err[300];       /* under mu */
@@ -83,9 +85,20 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
     return buf_append(b, p, n) == 0 ? n : 0;
 }
 
-/* One fetch: a key set, or NULL with err. */
-static auth_keyset *fetch_jwks(const auth_config *c, char *err, size_t errlen)
+/* libcurl's progress callback: a non-zero answer aborts the transfer (at shutdown). */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
+    (void)dt;
+    (void)dn;
+    (void)ut;
+    (void)un;
+    return atomic_load(&((auth *)arg)->abort_fetch);
+}
+
+/* One fetch: a key set, or NULL with err. */
+static auth_keyset *fetch_jwks(auth *a, char *err, size_t errlen)
+{
+    const auth_config *c = a->cfg;
     buf body;
     buf_init(&body, AUTH_JWKS_MAX_BYTES);
     auth_keyset *s = NULL;
@@ -105,6 +118,9 @@ static auth_keyset *fetch_jwks(const auth_config *c, char *err, size_t errlen)
     curl_easy_setopt(h, CURLOPT_USERAGENT, "queen-jwks");
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, a);
     CURLcode rc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -144,7 +160,7 @@ static void *refresher_main(void *arg)
         a->want_fetch = 0;
         pthread_mutex_unlock(&a->mu);
         char err[300] = "";
-        auth_keyset *s = fetch_jwks(a->cfg, err, sizeof err);
+        auth_keyset *s = fetch_jwks(a, err, sizeof err);
         pthread_mutex_lock(&a->mu);
         auth_keyset_free(a->ready_set); /* a result the loop never took: superseded */
         a->ready_set = s;
@@ -388,6 +404,7 @@ void auth_stop(auth *a)
     if (!a || a->stopped)
         return;
     a->stopped = 1;
+    atomic_store(&a->abort_fetch, 1);
     pthread_mutex_lock(&a->mu);
     a->stop = 1;
     pthread_cond_signal(&a->cv);
@@ -414,7 +431,7 @@ void auth_free(auth *a)
         return;
     auth_stop(a);
     if (a->thread_started) {
-        pthread_join(a->thread, NULL); /* at most one fetch (JWT_JWKS_TIMEOUT_MS) away */
+        pthread_join(a->thread, NULL); /* a fetch in progress is aborted (on_progress) */
         curl_global_cleanup();
     }
     pthread_mutex_destroy(&a->mu);

@@ -400,6 +400,34 @@ describe('JWKS unreachable at boot', () => {
   });
 });
 
+describe('a JWKS that never answers', () => {
+  test('requests wait for it without blocking the node, and SIGTERM does not wait for the fetch', async () => {
+    const hang = await jwksServer([]);
+    hang.removeAllListeners('request');
+    hang.on('request', () => { hang.hits++; }); // never answers
+    const node = await startQueen({
+      env: { JWT_ENABLED: 'true', JWT_ALGORITHM: 'RS256', JWT_JWKS_URL: hang.url, JWT_JWKS_TIMEOUT_MS: '60000' },
+    });
+    try {
+      const waiting = get(node.url, '/status', bearer(sign('RS256', rsaPair().privateKey, { role: 'admin' }, { kid: 'a' })));
+      await sleep(300);
+      assert.equal((await get(node.url, '/health')).status, 200);
+      assert.ok(hang.hits >= 1);
+      const t0 = Date.now();
+      const stopped = node.stop();
+      const r = await waiting;
+      assert.equal(r.status, 503, r.text);
+      await stopped;
+      assert.ok(Date.now() - t0 < 5000, `stopped in ${Date.now() - t0} ms`);
+    } finally {
+      if (!node.exited) await node.stop();
+      rmrf(node.data);
+      hang.closeAllConnections();
+      await hang.stop();
+    }
+  });
+});
+
 describe('auth off', () => {
   let node;
   before(async () => { node = await startQueen(); });
