@@ -57,7 +57,8 @@ struct auth {
     waiter *head, *tail;       /* loop thread only */
     int nwaiting;
     int fetching;              /* the loop asked for a fetch whose result has not come back */
-    uint64_t last_fetch_ms;    /* when the last result came back (mono) */
+    uint64_t last_fetch_ms;    /* when the last result came back (mono); 0 before the first */
+    int last_fetch_failed;
     int stopped;
     uv_async_t async;
     int async_open;
@@ -285,9 +286,15 @@ void auth_check(auth *a, const char *tok, size_t len, auth_done_fn done, void *a
         answer(a, tok, len, &res, AUTH_DENIED, done, arg);
         return;
     }
-    /* a key we do not hold: fetch the set again, unless one came back a moment ago */
-    if (!a->fetching && a->jwks && mono_ms() - a->last_fetch_ms < AUTH_JWKS_MISS_COOLDOWN_MS) {
-        answer(a, tok, len, &res, AUTH_DENIED, done, arg);
+    /* a key we do not hold: fetch the set again, unless a fetch ended a moment ago (then its
+     * outcome stands: the key is unknown, or the JWKS could not be fetched) */
+    if (!a->fetching && a->last_fetch_ms && mono_ms() - a->last_fetch_ms < AUTH_JWKS_MISS_COOLDOWN_MS) {
+        if (a->last_fetch_failed) {
+            mc_add(&a->invalid, 1);
+            done(arg, 500, "Failed to fetch JWKS", NULL);
+        } else {
+            answer(a, tok, len, &res, AUTH_DENIED, done, arg);
+        }
         return;
     }
     request_fetch(a);
@@ -309,6 +316,7 @@ static void on_async(uv_async_t *h)
         return;
     a->fetching = 0;
     a->last_fetch_ms = mono_ms();
+    a->last_fetch_failed = s == NULL;
     if (s) {
         mc_add(&a->fetch_ok, 1);
         log_info("auth", "JWKS fetched from %s: %d key%s", a->cfg->jwks_url, s->n, s->n == 1 ? "" : "s");
