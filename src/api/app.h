@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 #include "consume/consume.h"
 #include "consume/notify.h"
@@ -44,6 +45,7 @@ typedef struct app {
     timer_job *timers;   /* fires due timers */
     embedded_pg *emb;    /* NULL with an external database */
     s3_node *s3;         /* the S3 sink (QUEEN_S3_EMBEDDED=true), else NULL */
+    auth *auth;          /* NULL when JWT_ENABLED is off */
     int64_t started_wall_us;
     uint64_t started_mono_us;
     int shutting_down;
@@ -51,6 +53,8 @@ typedef struct app {
 } app;
 
 void api_register(app *a);
+/* The gate of every route (api_auth.c): token, access level, tenant and subject. */
+void api_auth_gate(http_req *r, enum http_access access);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
