@@ -121,7 +121,7 @@ static void status_body(http_req *r, PGresult *queues, const char *dberr)
     }
     if (a->s3) {
         buf_puts(&b, ",\"s3\":");
-        s3_node_status_json(a->s3, &b);
+        s3_node_status_json(a->s3, &b, a->auth ? r->tenant : NULL);
     }
     buf_putc(&b, '}');
     http_respond_json(r, 200, &b);

@@ -740,7 +740,7 @@ static void sink_json(buf *b, s3_node *n, s3_sink *s)
     buf_puts(b, "]}");
 }
 
-void s3_node_status_json(s3_node *n, buf *out)
+void s3_node_status_json(s3_node *n, buf *out, const uint8_t *tenant)
 {
     pthread_mutex_lock(&n->mu);
     const char *phase = !n->started ? "starting" : atomic_load(&n->stopping) ? (n->keeper_done ? "stopped" : "stopping")
@@ -751,8 +751,11 @@ void s3_node_status_json(s3_node *n, buf *out)
     jw_cstr(out, n->k.instance);
     buf_printf(out, ",\"controlPlaneError\":null,\"memory\":{\"bufferedBytes\":%llu,\"limitBytes\":%llu},\"sinks\":[",
                (unsigned long long)atomic_load(&n->buffered_total), (unsigned long long)((uint64_t)n->k.memory_mb << 20));
+    int listed = 0;
     for (int i = 0; i < n->nsinks; i++) {
-        if (i)
+        if (tenant && memcmp(tenant, n->sinks[i]->c.tenant, 16) != 0)
+            continue;
+        if (listed++)
             buf_putc(out, ',');
         sink_json(out, n, n->sinks[i]);
     }

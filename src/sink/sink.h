@@ -47,8 +47,9 @@ int s3_node_drained(s3_node *n);
 void s3_node_free(s3_node *n);
 int64_t s3_node_grace_ms(const s3_node *n);
 
-/* The "s3" block of GET /status (a JSON object). Any thread. */
-void s3_node_status_json(s3_node *n, buf *out);
+/* The "s3" block of GET /status (a JSON object). Any thread. With tenant set, only that
+ * tenant's sinks are listed (a request authenticated as one tenant sees no other's). */
+void s3_node_status_json(s3_node *n, buf *out, const uint8_t *tenant);
 /* Appends every queen_s3_* family to a Prometheus body. Any thread. */
 void s3_node_metrics(s3_node *n, buf *out);
 
