@@ -135,3 +135,11 @@ if [ -n "$pid" ]; then
 else
   echo "broker RSS: n/a (external broker)"
 fi
+
+# The S3 sink (its own broker with QUEEN_S3_EMBEDDED=true and a local s3rver): only for the
+# broker this script starts, since another broker's sink cannot be configured from here.
+if want sink && [ -n "$pid" ]; then
+  echo
+  echo "S3 sink (bench/sink.mjs: its own broker and data directory, s3rver on loopback, durable commits)"
+  node bench/sink.mjs --bin build/release/queen --records "${SINK_RECORDS:-1000000}" --seconds "$duration" | sed 's/^/  /'
+fi
