@@ -113,6 +113,13 @@ void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
     s->phase = SP_STARTING;
     s->bucket_state = -1;
     s->probe_backoff_ms = 1000;
+    char cerr[300];
+    if (s3_config_check(&s->s3, cerr, sizeof cerr) < 0) {
+        /* sinkcfg checked every field already; this is the client's own word on them */
+        s->phase = SP_ERROR;
+        snprintf(s->error, sizeof s->error, "the S3 client refuses the settings: %s", cerr);
+        log_error(S3_LOG, "%s", s->error);
+    }
     buf_reset(&b);
     s3_sink_boot_line(&s->c, &n->k, &b);
     log_info(S3_LOG, "%s", buf_cstr(&b));
@@ -314,8 +321,14 @@ static void *worker_main(void *arg)
 
 static void probe_bucket(s3_node *n, s3_sink *s)
 {
-    if (!s->keeper_s3)
-        s->keeper_s3 = s3_client_new(&s->s3, sink_observe_request, s);
+    if (!s->keeper_s3) {
+        /* one attempt per probe, bounded: the keeper backs off itself, and it must not sit in
+         * a probe while leases of other sinks need refreshing */
+        s3_config probe = s->s3;
+        probe.max_attempts = 1;
+        probe.timeout_ms = 5000;
+        s->keeper_s3 = s3_client_new(&probe, sink_observe_request, s);
+    }
     s3_result r;
     s3_result_init(&r);
     int rc = s3_head_bucket(s->keeper_s3, &r);
@@ -410,7 +423,7 @@ static void *keeper_main(void *arg)
             pthread_mutex_lock(&n->mu);
             int state = s->bucket_state;
             pthread_mutex_unlock(&n->mu);
-            if (state != 1 && !stopping && now >= s->next_probe_ms)
+            if (state != 1 && !stopping && now >= s->next_probe_ms && s->phase != SP_ERROR)
                 probe_bucket(n, s);
             if (s->c.queues_all && state == 1 && !stopping && now >= s->next_list_ms) {
                 char **names;
