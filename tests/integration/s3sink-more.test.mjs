@@ -4,10 +4,15 @@
 // per queue, hand-over on SIGTERM and after kill -9).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, post, sleep, startPostgres, startQueen } from './harness.mjs';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
+
+import { api, get, post, rmrf, sleep, startPostgres, startQueen, tmpDir } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
 import { queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
@@ -275,5 +280,52 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
     node = null;
     const keys = (await s3.list(`queen/tenant=${TENANT}/queue=drain/`)).map((o) => o.key);
     assert.equal(keys.length, 1);
+  });
+});
+
+describe('Parquet objects', () => {
+  let s3;
+  let node;
+  let dir;
+  before(async () => {
+    s3 = await startS3();
+    dir = tmpDir('queen-lake-pq-');
+  });
+  after(async () => {
+    if (node) await node.stop();
+    if (s3) await s3.stop();
+    if (dir) rmrf(dir);
+  });
+
+  test('QUEEN_S3_FORMAT=parquet: DuckDB and hyparquet read the lake, payload text exact', async () => {
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pq', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_PARQUET_CODEC: 'snappy' }) });
+    const body = '{"items":[{"queue":"pq","partition":"a","payload":{"total":42.00}},{"queue":"pq","partition":"b","payload":null},'
+      + '{"queue":"pq","partition":"a","payload":[1, 2]}]}';
+    assert.equal((await post(node.url, '/api/v1/push', body)).status, 201);
+    await waitFor('window 1 of pq', async () => ((await queueRow(node, 'pq')) || {}).k >= 1, 30000, node);
+    const objs = await s3.list(`queen/tenant=${TENANT}/queue=pq/`);
+    assert.equal(objs.length, 1);
+    assert.match(objs[0].key, /\/w-0000000001-\d+-\d+\.parquet$/);
+    const file = path.join(dir, objs[0].key);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, await s3.get(objs[0].key));
+    const inst = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const db = await inst.connect();
+    const rows = (await db.runAndReadAll(`SELECT tenant, queue, partition, "offset"::INT AS o, payload FROM read_parquet('${dir}/queen/tenant=*/queue=*/dt=*/hour=*/*.parquet', hive_partitioning=true, hive_types={'hour': INTEGER}) ORDER BY partition, o`)).getRowObjectsJson();
+    assert.deepEqual(rows, [
+      { tenant: TENANT, queue: 'pq', partition: 'a', o: 0, payload: '{"total":42.00}' },
+      { tenant: TENANT, queue: 'pq', partition: 'a', o: 1, payload: '[1, 2]' },
+      { tenant: TENANT, queue: 'pq', partition: 'b', o: 0, payload: 'null' }, // the JSON text of a null payload
+    ]);
+    const kv = (await db.runAndReadAll(`SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata('${file}') ORDER BY 1`)).getRowObjectsJson();
+    assert.deepEqual(kv.filter((r) => r.k.startsWith('queen.')), [{ k: 'queen.queue', v: 'pq' }, { k: 'queen.tenant', v: TENANT }]);
+    const buf = fs.readFileSync(file);
+    const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
+    const got = await parquetReadObjects({ file: ab, compressors });
+    assert.deepEqual(got.map((r) => [r.partition, r.payload]), [['a', '{"total":42.00}'], ['a', '[1, 2]'], ['b', 'null']]);
+    const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=pq/windows/0000000001.json`)).toString());
+    assert.equal(m.format, 'parquet');
+    assert.equal(m.compression, 'snappy');
+    assert.match(m.writer, /^queen-s3\/\S+ parquet\+snappy$/);
   });
 });
