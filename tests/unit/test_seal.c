@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "core/buf.h"
 #include "crypto/seal.h"
@@ -297,6 +298,75 @@ static void test_node_key(void **state)
     assert_null(seal_node_key());
 }
 
+static int cmp_nonce(const void *a, const void *b)
+{
+    return memcmp(a, b, SEAL_NONCE_BYTES);
+}
+
+/* Nonces come from a per-thread pool refilled from RAND_bytes: across several refills none
+ * repeats, and none is all zeros (a pool that was never filled). */
+static void test_nonces_unique(void **state)
+{
+    (void)state;
+    seal_key k = key_of(KEY_HEX);
+    enum { N = 5000 };
+    uint8_t *seen = malloc((size_t)N * SEAL_NONCE_BYTES);
+    static const uint8_t zero[SEAL_NONCE_BYTES];
+    buf s;
+    buf_init(&s, 0);
+    for (int i = 0; i < N; i++) {
+        buf_reset(&s);
+        assert_int_equal(seal_seal(&k, "{}", 2, &s), 0);
+        memcpy(seen + (size_t)i * SEAL_NONCE_BYTES, s.data + 5, SEAL_NONCE_BYTES);
+        assert_memory_not_equal(s.data + 5, zero, SEAL_NONCE_BYTES);
+    }
+    qsort(seen, N, SEAL_NONCE_BYTES, cmp_nonce);
+    for (int i = 1; i < N; i++)
+        assert_memory_not_equal(seen + (size_t)(i - 1) * SEAL_NONCE_BYTES, seen + (size_t)i * SEAL_NONCE_BYTES,
+                                SEAL_NONCE_BYTES);
+    free(seen);
+    buf_free(&s);
+}
+
+/* Threads seal and open at once, each under two keys in turn (so their cached contexts are
+ * keyed again and again); every envelope opens under its own key only. */
+static void *worker(void *arg)
+{
+    long id = (long)arg;
+    seal_key a = key_of(KEY_HEX), b = key_of(OTHER_HEX);
+    buf s, o;
+    buf_init(&s, 0);
+    buf_init(&o, 0);
+    char plain[64];
+    long bad = 0;
+    for (int i = 0; i < 3000; i++) {
+        const seal_key *k = (i + id) % 3 ? &a : &b, *other = k == &a ? &b : &a;
+        int n = snprintf(plain, sizeof plain, "{\"thread\":%ld,\"i\":%d}", id, i);
+        buf_reset(&s);
+        buf_reset(&o);
+        if (seal_seal(k, plain, (size_t)n, &s) != 0 || seal_open(k, s.data, s.len, &o) != SEAL_OK ||
+            o.len != (size_t)n || memcmp(o.data, plain, (size_t)n) != 0 ||
+            seal_open(other, s.data, s.len, &o) != SEAL_WRONG_KEY)
+            bad++;
+    }
+    buf_free(&s);
+    buf_free(&o);
+    return (void *)bad;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)i), 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad;
+        assert_int_equal(pthread_join(t[i], &bad), 0);
+        assert_int_equal((long)bad, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -308,6 +378,8 @@ int main(void)
         cmocka_unit_test(test_ceiling),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_node_key),
+        cmocka_unit_test(test_nonces_unique),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
