@@ -142,6 +142,41 @@ void push_enc_free(push_enc *e)
     memset(e, 0, sizeof *e);
 }
 
+/* Encodes a group's records as one segment into seg, their payloads sealed under key when
+ * g->sealed (an empty payload too, so every record says sealed); *bytes = the stored payload
+ * bytes. -1 when a seal failed (the segment is then incomplete). */
+static int encode_group(const push_group *g, const seal_key *key, buf *seg, buf *sealed, uint64_t *bytes)
+{
+    buf_reset(seg);
+    segment_begin(seg);
+    *bytes = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        const push_item *it = g->items[k];
+        const push_req *own = it->req;
+        record_in rec = {
+            .txn = it->txn,
+            .txn_len = it->txn_len,
+            .txn_producer = it->txn_producer,
+            .trace = it->has_trace ? it->trace : NULL,
+            .producer = own->producer,
+            .producer_len = own->producer_len,
+            .payload = it->payload,
+            .payload_len = it->payload_len,
+        };
+        if (g->sealed) {
+            buf_reset(sealed);
+            if (seal_seal(key, it->payload, it->payload_len, sealed) < 0)
+                return -1;
+            rec.payload = sealed->data;
+            rec.payload_len = sealed->len;
+            rec.encrypted = 1;
+        }
+        record_encode(seg, &rec);
+        *bytes += rec.payload_len;
+    }
+    return 0;
+}
+
 /* Groups the pending items of the requests by (tenant, queue, partition), drops repeats of a producer
  * transactionId within the batch, encodes one segment per group and fills the arrays.
  * Returns the number of records to write. */
@@ -245,36 +280,16 @@ uint64_t push_enc_build(push_enc *b, push_req *reqs, int64_t dedup_window_us)
         g->sql_idx = ++sql_idx;
         /* all of a group's records are sealed or none: push_v1 reads the first one's flags */
         g->sealed = nkey && b->sq && sealq_wants(b->sq, g->tenant, g->queue, g->queue_len, now_ms);
-        buf_reset(&seg);
-        segment_begin(&seg);
-        uint64_t bytes = 0;
+        uint64_t bytes;
+        if (encode_group(g, nkey, &seg, &sealed, &bytes) < 0) {
+            /* only a failing RAND_bytes gets here: the whole group goes plain, so a queue that
+             * needs sealing refuses it (push_v1) instead of taking a half-sealed segment */
+            log_error("push", "sealing a payload of queue %.*s failed", (int)g->queue_len, g->queue);
+            g->sealed = 0;
+            encode_group(g, nkey, &seg, &sealed, &bytes);
+        }
         for (uint32_t k = 0; k < g->n; k++) {
             push_item *it = g->items[k];
-            const push_req *own = it->req;
-            record_in rec = {
-                .txn = it->txn,
-                .txn_len = it->txn_len,
-                .txn_producer = it->txn_producer,
-                .trace = it->has_trace ? it->trace : NULL,
-                .producer = own->producer,
-                .producer_len = own->producer_len,
-                .payload = it->payload,
-                .payload_len = it->payload_len,
-            };
-            if (g->sealed) {
-                /* an empty payload is sealed too, so every record of the group says sealed */
-                buf_reset(&sealed);
-                if (seal_seal(nkey, it->payload, it->payload_len, &sealed) == 0) {
-                    rec.payload = sealed.data;
-                    rec.payload_len = sealed.len;
-                    rec.encrypted = 1;
-                } else {
-                    /* only a failing RAND_bytes gets here; push_v1 then refuses the group */
-                    log_error("push", "sealing a payload of queue %.*s failed", (int)g->queue_len, g->queue);
-                }
-            }
-            record_encode(&seg, &rec);
-            bytes += rec.payload_len;
             if (it->txn_producer) {
                 if (b->ndd == b->ddcap) {
                     b->ddcap = b->ddcap ? b->ddcap * 2 : 16;
