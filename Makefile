@@ -4,7 +4,7 @@ SHELL := /bin/bash
 
 CC      ?= cc
 FUZZCC  ?= clang
-PKGS    := libuv libh2o libpq libcrypto libzstd snappy
+PKGS    := libuv libh2o libpq libcrypto libzstd snappy libjwt libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g')
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wmissing-prototypes -Wstrict-prototypes \

@@ -3,7 +3,7 @@
  * Boot: read the environment (a bad value prints the one FATAL line and exits 2), bring up the
  * database (the embedded cluster unless one is configured), apply migrations, then start the
  * loop: database pool, group commit, background jobs (dedup cleanup, KV reclaim, timer
- * firing), HTTP. SIGTERM/SIGINT: stop accepting, answer what is in
+ * firing), JWT authentication when JWT_ENABLED, HTTP. SIGTERM/SIGINT: stop accepting, answer what is in
  * flight (up to QUEEN_SHUTDOWN_TIMEOUT_MS), close the pool, stop the embedded cluster, exit 0. */
 #include <libpq-fe.h>
 #include <signal.h>
@@ -110,6 +110,7 @@ static void on_signal(uv_signal_t *h, int sig)
     notifier_stop(a->notify);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
+    auth_stop(a->auth);
     g_drain_deadline_ms = mono_ms() + (uint64_t)a->cfg->shutdown_timeout_ms;
     uv_timer_start(&g_drain, on_drain_check, 0, 10);
 }
@@ -117,8 +118,9 @@ static void on_signal(uv_signal_t *h, int sig)
 int main(void)
 {
     static queen_config cfg;
+    static auth_config acfg;
     char err[1024];
-    if (config_load(&cfg, env_get, err, sizeof err) < 0) {
+    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -178,6 +180,10 @@ int main(void)
     pusher_on_commit(a->push, on_pushed, a);
     a->kvr = kv_reaper_new(a->loop, a->db, &a->kvm);
     a->timers = timer_job_new(a->loop, a->db, cfg.dedup_window_s, cfg.timer_fire_batch);
+    if (acfg.enabled && !(a->auth = auth_new(a->loop, &acfg, err, sizeof err))) {
+        log_error("boot", "%s", err);
+        goto fail_loop;
+    }
     http_server_opts ho = {
         .host = cfg.host,
         .port = (int)cfg.port,
@@ -210,11 +216,13 @@ int main(void)
     a->push = NULL;
     kv_reaper_free(a->kvr);
     timer_job_free(a->timers);
+    auth_free(a->auth);
     if (a->emb) {
         embedded_stop(a->emb);
         embedded_free(a->emb);
     }
     log_info("shutdown", "stopped");
+    auth_config_free(&acfg);
     config_free(&cfg);
     return 0;
 
@@ -222,13 +230,16 @@ fail_loop:
     maint_stop(a->maint);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
+    auth_stop(a->auth);
     db_pool_close(a->db, on_pool_closed, a);
     uv_run(a->loop, UV_RUN_DEFAULT);
+    auth_free(a->auth);
 fail:
     if (a->emb) {
         embedded_stop(a->emb);
         embedded_free(a->emb);
     }
+    auth_config_free(&acfg);
     config_free(&cfg);
     return 1;
 }

@@ -270,9 +270,10 @@ void api_ack_batch(http_req *r)
 typedef struct extend_ctx {
     http_req *http;
     db_req dbr;
+    char tenant[37];
     char lease[37];
     char secs[16];
-    const char *values[2];
+    const char *values[3];
 } extend_ctx;
 
 static void on_extended(db_req *d)
@@ -326,10 +327,12 @@ void api_lease_extend(http_req *r)
     c->http = r;
     uuid_format(&lease, c->lease);
     snprintf(c->secs, sizeof c->secs, "%lld", (long long)seconds);
-    c->values[0] = c->lease;
-    c->values[1] = c->secs;
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = c->lease;
+    c->values[2] = c->secs;
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){LEASE_EXTEND_SQL, 2, c->values, NULL, NULL, 0};
+    c->dbr.stmt[0] = (db_stmt){LEASE_EXTEND_SQL, 3, c->values, NULL, NULL, 0};
     c->dbr.done = on_extended;
     c->dbr.arg = c;
     http_async(r);

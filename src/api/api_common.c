@@ -14,6 +14,7 @@ const uint8_t DEFAULT_TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 void api_register(app *a)
 {
     http_server *s = a->http;
+    http_server_set_gate(s, api_auth_gate);
     http_route(s, "GET", "/health", api_health, ACCESS_PUBLIC);
     http_route(s, "GET", "/status", api_status, ACCESS_READ_ONLY);
     http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);

@@ -12,6 +12,8 @@
 typedef struct ops_ctx {
     db_req dbr;
     http_req *http;
+    char tenant[37];
+    const char *values[1];
 } ops_ctx;
 
 static double uptime_s(const app *a)
@@ -137,9 +139,12 @@ void api_status(http_req *r)
     ops_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
+    /* the queues of the request's tenant only (another tenant's names are its data) */
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
     c->dbr.nstmt = 2;
-    c->dbr.stmt[0] = (db_stmt){TICK_ALL_SQL, 0, NULL, NULL, NULL, 0};
-    c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 0, NULL, NULL, NULL, 0};
+    c->dbr.stmt[0] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
+    c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
     c->dbr.done = on_status;
     c->dbr.arg = c;
     http_async(r);
@@ -256,6 +261,8 @@ void api_metrics_prometheus(http_req *r)
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
     render_kv_timer_metrics(a, &b);
+    if (a->auth)
+        auth_render_metrics(a->auth, &b);
     db_pool_stats ps;
     db_pool_stats_get(a->db, &ps);
     metric_help(&b, "queen_db_up", "gauge", "1 when at least one database connection is ready");

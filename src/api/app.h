@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "auth/auth.h"
 #include "config/config.h"
 #include "consume/consume.h"
 #include "consume/notify.h"
@@ -42,6 +43,7 @@ typedef struct app {
     kv_reaper *kvr;      /* deletes expired keys */
     timer_job *timers;   /* fires due timers */
     embedded_pg *emb;    /* NULL with an external database */
+    auth *auth;          /* NULL when JWT_ENABLED is off */
     int64_t started_wall_us;
     uint64_t started_mono_us;
     int shutting_down;
@@ -49,6 +51,8 @@ typedef struct app {
 } app;
 
 void api_register(app *a);
+/* The gate of every route (api_auth.c): token, access level, tenant and subject. */
+void api_auth_gate(http_req *r, enum http_access access);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);

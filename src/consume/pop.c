@@ -214,4 +214,4 @@ const char ACK_SQL[] =
     "SELECT idx, success, error, queue_name, partition_name, lease_released, dlq FROM queen.ack_v1("
     "$1::uuid, $2::text, $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[]) ORDER BY idx";
 
-const char LEASE_EXTEND_SQL[] = "SELECT expires_at, error FROM queen.lease_extend_v1($1::uuid, $2::int4)";
+const char LEASE_EXTEND_SQL[] = "SELECT expires_at, error FROM queen.lease_extend_v2($1::uuid, $2::uuid, $3::int4)";

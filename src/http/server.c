@@ -52,6 +52,7 @@ struct http_server {
     route routes[MAX_ROUTES];
     int nroutes;
     route other; /* unmatched requests, for metrics */
+    http_gate_fn gate;
 };
 
 typedef struct handler_box {
@@ -379,8 +380,21 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         r->body[req->entity.len] = '\0';
         r->body_len = req->entity.len;
     }
-    s->routes[idx].fn(r);
+    if (s->gate)
+        s->gate(r, s->routes[idx].access);
+    else
+        s->routes[idx].fn(r);
     return 0;
+}
+
+void http_server_set_gate(http_server *s, http_gate_fn gate)
+{
+    s->gate = gate;
+}
+
+void http_proceed(http_req *r)
+{
+    r->srv->routes[r->route].fn(r);
 }
 
 /* h2o answers bodies past max_request_entity_size itself, with a plain-text 413, before any

@@ -64,6 +64,13 @@ typedef struct http_server_opts {
 
 http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *app);
 void http_route(http_server *s, const char *method, const char *pattern, http_handler fn, enum http_access access);
+/* The gate runs before the handler of every matched route, with the route's access level
+ * (authentication, src/api/api_auth.c). It must answer the request itself or call
+ * http_proceed, at once or later (after http_async); the handler sees whatever tenant and
+ * subject the gate set. Without a gate the handler runs directly. */
+typedef void (*http_gate_fn)(http_req *r, enum http_access access);
+void http_server_set_gate(http_server *s, http_gate_fn gate);
+void http_proceed(http_req *r);
 int http_server_listen(http_server *s);   /* 0, or -1 after logging */
 /* Stops accepting; requests already in flight complete. New requests on open connections get 503. */
 void http_server_stop_accepting(http_server *s);

@@ -276,11 +276,12 @@ int changed_decode(PGresult *res, int64_t limit, int64_t *safe_time, void (*on_r
     return 0;
 }
 
-const char TICK_ALL_SQL[] = "SELECT queen.tick_v1(NULL, 1000000)";
+const char TICK_TENANT_SQL[] =
+    "SELECT queen.tick_v1(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid), 1000000)";
 
 const char STATUS_QUEUES_SQL[] =
     "SELECT q.tenant_id, q.name, c.last_ts, count(p.id), coalesce(sum(p.next_offset - p.start_offset), 0)::int8, "
     "coalesce(max(p.last_ts), 0)::int8, q.namespace, q.task, q.configured "
     "FROM queen.queues q JOIN queen.queue_clocks c ON c.queue_id = q.id "
-    "LEFT JOIN queen.partitions p ON p.queue_id = q.id "
-    "GROUP BY q.id, c.last_ts ORDER BY q.tenant_id, q.name LIMIT 10000";
+    "LEFT JOIN queen.partitions p ON p.queue_id = q.id WHERE q.tenant_id = $1::uuid "
+    "GROUP BY q.id, c.last_ts ORDER BY q.name LIMIT 10000";

@@ -105,8 +105,8 @@ typedef struct changed_row {
 int changed_decode(PGresult *res, int64_t limit, int64_t *safe_time, void (*on_row)(void *, const changed_row *),
                    void *arg, int *more);
 
-/* Per-queue summaries for /status (all tenants). */
-extern const char TICK_ALL_SQL[];
+/* Per-queue summaries for /status: the queues of one tenant ($1), their clocks ticked first. */
+extern const char TICK_TENANT_SQL[];
 extern const char STATUS_QUEUES_SQL[];
 
 void format_uuid_text(const uint8_t b[16], char out[37]);
