@@ -17,11 +17,11 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
-#include "crypto/seal.h"
 #include "json/json.h"
 #include "sink/layout.h"
 #include "sink/sink_int.h"
 #include "storage/logread.h"
+#include "storage/payload.h"
 #include "storage/record.h"
 
 #define CHUNK_BYTES (1u << 20)
@@ -559,22 +559,13 @@ static int on_seg(void *arg, const sinkdb_seg *s)
         r.txn = chunk_copy(&t->buf, txn, tl);
         r.txn_len = tl;
         r.ts = s->ts;
-        r.payload_kind = S3_PAYLOAD_JSON;
-        if ((v.flags & REC_ENCRYPTED) && v.payload_len > 0) {
-            buf_reset(&c->scratch);
-            enum seal_result sr2 = seal_open(seal_node_key(), v.payload, v.payload_len, &c->scratch);
-            if (sr2 == SEAL_OK) {
-                r.payload = chunk_copy(&t->buf, c->scratch.data, c->scratch.len);
-                r.payload_len = c->scratch.len;
-            } else {
-                r.payload = chunk_copy(&t->buf, v.payload, v.payload_len);
-                r.payload_len = v.payload_len;
-                r.payload_kind = S3_PAYLOAD_SEALED;
-            }
-        } else {
-            r.payload = chunk_copy(&t->buf, v.payload, v.payload_len);
-            r.payload_len = v.payload_len;
-        }
+        /* the lake is plaintext: an encrypted queue's payloads are opened here; one this node
+         * cannot open is written as a JSON string of its stored bytes */
+        const char *pl;
+        size_t plen;
+        r.payload_kind = record_payload_open(&v, &c->scratch, &pl, &plen, NULL) == 0 ? S3_PAYLOAD_JSON : S3_PAYLOAD_SEALED;
+        r.payload = chunk_copy(&t->buf, pl, plen);
+        r.payload_len = plen;
         uint64_t wgt = s3_record_weight(r.partition_len, r.txn_len, r.payload_len);
         buf_push_rec(&t->buf, &r);
         t->buf.bytes += wgt;
