@@ -329,3 +329,40 @@ describe('Parquet objects', () => {
     assert.match(m.writer, /^queen-s3\/\S+ parquet\+snappy$/);
   });
 });
+
+describe('encrypted queues', () => {
+  let s3;
+  let node;
+  let data;
+  before(async () => { s3 = await startS3(); });
+  after(async () => {
+    if (node) await node.stop();
+    if (s3) await s3.stop();
+    if (data) rmrf(data);
+  });
+  const K1 = 'a'.repeat(64);
+  const K2 = 'b'.repeat(64);
+
+  test('the lake is plaintext; a payload this node cannot open is a JSON string of its stored bytes', async () => {
+    data = tmpDir('queen-data-');
+    // written under K1 by a node without the sink
+    const a = await startQueen({ dataDir: data, env: { QUEEN_ENCRYPTION_KEY: K1 } });
+    assert.equal((await post(a.url, '/api/v1/configure', { queue: 'sealed1', options: { encryptionEnabled: true } })).status, 200);
+    assert.equal((await post(a.url, '/api/v1/push', '{"items":[{"queue":"sealed1","partition":"p","payload":{"secret":42.00}}]}')).status, 201);
+    await a.stop();
+    // read by a node holding another key
+    node = await startQueen({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'sealed1,sealed2' }), QUEEN_ENCRYPTION_KEY: K2 } });
+    assert.equal((await post(node.url, '/api/v1/configure', { queue: 'sealed2', options: { encryptionEnabled: true } })).status, 200);
+    assert.equal((await post(node.url, '/api/v1/push', '{"items":[{"queue":"sealed2","partition":"p","payload":{"secret":17.50}}]}')).status, 201);
+    await waitFor('both windows', async () => ((await queueRow(node, 'sealed1')) || {}).k >= 1 && ((await queueRow(node, 'sealed2')) || {}).k >= 1, 30000, node);
+    const [r1] = await lake(s3, 'sealed1');
+    assert.equal(typeof r1.payload, 'string', JSON.stringify(r1));
+    const env = Buffer.from(r1.payload, 'base64');
+    assert.equal(env.length, 33 + '{"secret":42.00}'.length, 'the envelope: version, fingerprint, nonce, ciphertext, tag');
+    assert.equal(env[0], 1);
+    assert.doesNotMatch(env.toString('latin1'), /secret/);
+    const objs = await s3.list(`queen/tenant=${TENANT}/queue=sealed2/`);
+    const text = zstdDecode(await s3.get(objs[0].key));
+    assert.ok(text.includes('"payload":{"secret":17.50}'), text);
+  });
+});
