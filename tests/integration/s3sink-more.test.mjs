@@ -61,6 +61,19 @@ describe('layouts, discovery and starts', () => {
     node = null;
   });
 
+  test('a pretty-printed payload stays on one line: its line breaks become spaces, nothing else changes', async () => {
+    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pretty' }) });
+    const payload = '{\n  "a": 1.50,\r\n  "b": [1,\n    2],\n  "s": "x\\ny"\n}';
+    assert.equal((await post(node.url, '/api/v1/push', `{"items":[{"queue":"pretty","partition":"p","payload":${payload}}]}`)).status, 201);
+    await waitFor('window 1 of pretty', async () => ((await queueRow(node, 'pretty')) || {}).k >= 1, 30000, node);
+    const [o] = await s3.list(`queen/tenant=${TENANT}/queue=pretty/`);
+    const text = zstdDecode(await s3.get(o.key));
+    assert.equal(text.split('\n').length, 2, 'one line and the final newline');
+    assert.ok(text.includes(`"payload":${payload.replace(/[\r\n]/g, ' ')}}`), text);
+    await node.stop();
+    node = null;
+  });
+
   test('QUEEN_S3_QUEUES=* finds queues created later; latest starts after what existed', async () => {
     node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
     // created before the sink finds it: with latest, these are not in the lake
