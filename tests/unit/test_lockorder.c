@@ -5,7 +5,8 @@
  * fails with that error). A private cluster is started with the broker's own embedded-PostgreSQL
  * code and the migrations applied. Covered: a retention round against a group commit over two
  * queues (and that the round skips the partition a commit holds instead of waiting), the lease
- * store against an ack of the same group, partition cleanup against the dedup GC. */
+ * store against an ack of the same group, partition cleanup against the dedup GC, a seek against
+ * a group's first pop. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -345,12 +346,62 @@ static void test_cleanup_vs_dedup_gc(void **state)
     PQfinish(w);
 }
 
+/* A group's first pop creates its cursors in claim order (here its hints: s5, then s3); a seek
+ * of the group creates the missing ones in partition-id order (s3, then s5). Each waits on the
+ * unique index for the cursor the other inserted; the seek must give way, not the pop. */
+static void test_seek_vs_first_pop(void **state)
+{
+    (void)state;
+    PGconn *seek = conn(), *pop = conn(), *w = conn();
+    for (int i = 0; i < 2; i++)
+        PQclear(run(w,
+                    "SELECT * FROM queen.push_v1(ARRAY[" TENANT "], ARRAY['lo_seek'], ARRAY['%s'], ARRAY[1], ARRAY[1], "
+                    "ARRAY['\\x00'::bytea], '{}', '{}', '{}', 0)",
+                    i ? "s5" : "s3"));
+    long long q = value(w, "SELECT id FROM queen.queues WHERE name = 'lo_seek'");
+    long long p3 = value(w, "SELECT id FROM queen.partitions WHERE queue_id = %lld AND name = 's3'", q);
+    long long p5 = value(w, "SELECT id FROM queen.partitions WHERE queue_id = %lld AND name = 's5'", q);
+    assert_true(p3 < p5);
+
+    /* the seek has created s3's cursor (the lower id comes first in its upsert) */
+    PQclear(run(seek, "BEGIN"));
+    PQclear(run(seek, "SELECT * FROM queen.seek_v1(" TENANT ", 'gs', 'lo_seek', 's3', 'start', NULL, NULL)"));
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FILTER (WHERE kind = 0) FROM queen.pop_v1(" TENANT ", 'lo_seek', NULL, 'gs', 2, false, "
+             "NULL, NULL, 2, ARRAY['0190c2e1-0000-7000-8000-000000000002'::uuid], 60, false, ARRAY[%lld, %lld]::int8[])",
+             p5, p3);
+    start(pop, sql);
+    assert_int_equal(done_or_blocked(pop, w), BLOCKED);
+    /* the seek goes on to s5, whose cursor the pop has just created */
+    PGresult *r = PQexec(seek, "SELECT * FROM queen.seek_v1(" TENANT ", 'gs', 'lo_seek', 's5', 'start', NULL, NULL)");
+    const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        /* the seek waited until PostgreSQL broke the cycle, aborting the pop (40P01) */
+        PQclear(r);
+        PQclear(run(seek, "COMMIT"));
+        PQclear(finish(pop, "pop"));
+        fail_msg("the seek waited for the pop");
+    }
+    /* lock_not_available: the seek gave way (its caller retries it) */
+    assert_string_equal(code ? code : "?", "55P03");
+    PQclear(r);
+    PQclear(run(seek, "ROLLBACK"));
+    r = finish(pop, "pop");
+    assert_string_equal(PQgetvalue(r, 0, 0), "2");
+    PQclear(r);
+    PQfinish(seek);
+    PQfinish(pop);
+    PQfinish(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retention_vs_group_commit),
         cmocka_unit_test(test_lease_store_vs_ack),
         cmocka_unit_test(test_cleanup_vs_dedup_gc),
+        cmocka_unit_test(test_seek_vs_first_pop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
