@@ -3,8 +3,11 @@
 // many partitions. PostgreSQL breaks a wait cycle by aborting one transaction with "deadlock
 // detected" (40P01): the test counts those in the cluster's log, and every 5xx answer. Before the
 // lock order of retention_v1 and lease_store_v1 was fixed (016_lockorder.sql) both loads made
-// PostgreSQL report deadlocks within seconds.
+// PostgreSQL report deadlocks within seconds (2-6, and about 6, in 12 s). A round never waits
+// for a commit: the last test holds a partition's lock and checks that the round skips it and
+// comes back to it at the next tick once the lock is gone.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -136,4 +139,50 @@ test('lease stores and acks of one group over many partitions do not deadlock', 
   console.log(`${found} deadlocks, answers ${JSON.stringify(statuses)}`);
   assert.equal(found, 0, `${found} deadlocks in the PostgreSQL log (answers ${JSON.stringify(statuses)}):\n${cycles(text)}`);
   assert.equal(fivexx(statuses), 0, `5xx answers: ${JSON.stringify(statuses)}`);
+});
+
+test('a round skips a partition a commit holds and comes back to it at the next tick, not a period later', async () => {
+  // a node of its own whose rounds run once a minute (the first 5 s after boot)
+  const pg2 = await startPostgres();
+  const node2 = await startQueen({ env: { QUEEN_PG_URL: pg2.url, RETENTION_INTERVAL: '60000', EVICTION_INTERVAL: '60000' } });
+  const asRoot = process.getuid && process.getuid() === 0;
+  const args = ['-h', pg2.sock, '-p', String(pg2.port), '-U', 'postgres', '-d', 'postgres', '-At'];
+  const holder = spawn(asRoot ? 'runuser' : 'psql', asRoot ? ['-u', 'postgres', '--', 'psql', ...args] : args, { cwd: '/', stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  holder.stdout.on('data', (d) => { out += d; });
+  holder.stderr.on('data', (d) => { out += d; });
+  const segs = (partition) => Number(pg2.psql(`SELECT count(*) FROM queen.segments s JOIN queen.partitions p ON p.id = s.partition_id
+    JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'busyq' AND p.name = '${partition}'`));
+  const until = async (fn, ms, what) => {
+    const end = Date.now() + ms;
+    while (!fn()) {
+      if (Date.now() > end) throw new Error(`${what} not in ${ms} ms; psql: ${out}`);
+      await sleep(100);
+    }
+  };
+  try {
+    assert.equal((await post(node2.url, '/api/v1/configure', { queue: 'busyq', options: { maxWaitTimeSeconds: 1 } })).status, 200);
+    for (const partition of ['hot', 'cold']) {
+      assert.equal((await post(node2.url, '/api/v1/push', { items: [{ queue: 'busyq', partition, payload: 1 }] })).status, 201);
+    }
+    // a commit in flight on 'hot' (as push_v1 step 3 holds it), kept open
+    holder.stdin.write(`BEGIN;
+SELECT 'held' FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'busyq' AND p.name = 'hot' FOR NO KEY UPDATE OF p;
+`);
+    await until(() => /held/.test(out), 5000, 'the partition lock');
+    // the first round (5 s after boot) evicts 'cold' and skips 'hot' without waiting for it
+    await until(() => segs('cold') === 0, 10000, "'cold' evicted");
+    await sleep(1500);
+    assert.equal(segs('hot'), 1, "'hot' is held: the rounds leave it");
+    holder.stdin.write('COMMIT;\n');
+    const released = Date.now();
+    // the rounds that follow a busy one run at the next tick (1 s), not 60 s later
+    await until(() => segs('hot') === 0, 4000, "'hot' evicted after the commit");
+    console.log(`'hot' evicted ${Date.now() - released} ms after the commit released it`);
+  } finally {
+    holder.stdin.end();
+    await node2.stop();
+    rmrf(node2.data);
+    pg2.destroy();
+  }
 });
