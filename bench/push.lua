@@ -1,9 +1,21 @@
 -- wrk script: POST /api/v1/push with BATCH items of ~200-byte payloads spread over PARTS
 -- partitions of QUEUE. Prints one RESULT line (parsed by bench/run.sh) when done.
+-- RANDOM_PAYLOAD=1 fills the payloads with random letters instead of "xxx…": text PostgreSQL's lz4 cannot
+-- shrink either, so a plain queue stores as many bytes as a sealed one.
 local batch = tonumber(os.getenv("BATCH") or "1")
 local queue = os.getenv("QUEUE") or "bench"
 local parts = tonumber(os.getenv("PARTS") or "10")
 local pad = string.rep("x", 170)
+local pads = nil
+if os.getenv("RANDOM_PAYLOAD") == "1" then
+  pads = {}
+  math.randomseed(7)
+  for j = 1, 512 do
+    local t = {}
+    for i = 1, 170 do t[i] = string.char(97 + math.random(0, 25)) end
+    pads[j] = table.concat(t)
+  end
+end
 local counter = 0
 local thread_id = 0
 
@@ -21,7 +33,7 @@ request = function()
   for i = 1, batch do
     counter = counter + 1
     items[i] = string.format('{"queue":"%s","partition":"p%d","payload":{"n":%d,"data":"%s"}}',
-      queue, counter % parts, counter, pad)
+      queue, counter % parts, counter, pads and pads[counter % 512 + 1] or pad)
   end
   return wrk.format("POST", "/api/v1/push", { ["Content-Type"] = "application/json" },
     '{"items":[' .. table.concat(items, ",") .. ']}')

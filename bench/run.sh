@@ -31,7 +31,10 @@ trap cleanup EXIT
 if [ -z "$url" ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   data=$(mktemp -d /tmp/queen-bench-XXXXXX); chmod 755 "$data"
-  PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn build/release/queen > "$data.log" 2>&1 &
+  # a fresh key per run, so the encrypted workloads below can configure their queues
+  key=$(openssl rand -hex 32)
+  PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn QUEEN_ENCRYPTION_KEY=$key \
+    build/release/queen > "$data.log" 2>&1 &
   pid=$!
   url="http://127.0.0.1:$port"
   for _ in $(seq 1 300); do
@@ -49,14 +52,14 @@ echo
 rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
-printf '%-28s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
+printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
 run() {
-  local name=$1 conns=$2 batch=$3 queue=$4
+  local name=$1 conns=$2 batch=$3 queue=$4 random=${5:-0}
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
   # warm up (creates the queue and partitions), then measure
-  BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d2s -s bench/push.lua "$url" >/dev/null 2>&1 || true
+  RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d2s -s bench/push.lua "$url" >/dev/null 2>&1 || true
   local out
-  out=$(BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push.lua "$url" 2>&1)
+  out=$(RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push.lua "$url" 2>&1)
   local line
   line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
   eval "$(sed 's/^RESULT //' <<<"$line")"
@@ -64,12 +67,31 @@ run() {
   secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
   reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
   msgs=$(awk -v r="$requests" -v s="$secs" -v b="$batch" 'BEGIN {printf "%.0f", r*b/s}')
-  printf '%-28s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
 }
 
 run push-batch1-1conn 1 1 bench_b1c1
 run push-batch1-32conn 32 1 bench_b1c32
 run push-batch100-16conn 16 100 bench_b100c16
+
+# The same pushes to queues with encryptionEnabled: every payload sealed (AES-256-GCM) on the
+# way in, so the difference to the rows above is the cost of encryption at rest. Two parts: the
+# sealing itself (CPU on the loop), and what PostgreSQL no longer compresses (sealed bytes do
+# not shrink; the "xxx" payloads above shrink a lot). The -random pair (payloads of random
+# letters, which lz4 cannot shrink either) shows the first part alone. A broker without
+# QUEEN_ENCRYPTION_KEY refuses to configure them (400): the rows are skipped.
+run push-batch100-16conn-random 16 100 bench_rnd_b100c16 1
+encrypted() {
+  local queue=$1
+  curl -sf -X POST "$url/api/v1/configure" -H 'content-type: application/json' \
+    -d "{\"queue\":\"$queue\",\"options\":{\"encryptionEnabled\":true}}" >/dev/null
+}
+for w in "push-batch1-32conn-sealed 32 1 bench_enc_b1c32" "push-batch100-16conn-sealed 16 100 bench_enc_b100c16" \
+         "push-batch100-16conn-random-sealed 16 100 bench_enc_rnd_b100c16 1"; do
+  set -- $w
+  if [ -n "$only" ] && [ "$only" != "$1" ]; then continue; fi
+  if encrypted "$4"; then run "$@"; else printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' "$1"; fi
+done
 
 # consumers: fill a queue first (pushes, batch 100), then drain it
 fill() {
@@ -87,11 +109,19 @@ consume() {
   secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
   reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
   msgs=$(awk -v m="$messages" -v s="$secs" 'BEGIN {printf "%.0f", m/s}')
-  printf '%-28s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty"
+  printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty"
 }
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+# pops that open every payload
+if want pop-autoack-batch100-16conn-sealed; then
+  if encrypted bench_enc_pop; then
+    fill bench_enc_pop $((duration + 4)); consume pop-autoack-batch100-16conn-sealed 16 autoack bench_enc_pop "sealed; "
+  else
+    printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed
+  fi
+fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
 # The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic
@@ -114,7 +144,7 @@ run_kv() {
   secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
   reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
   kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
-  printf '%-28s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
 }
 
 run_kv kv-putifabsent-get-batch 16

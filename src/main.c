@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "crypto/seal.h"
 #include "db/embedded.h"
 #include "db/migrate.h"
 #include "db/pg.h"
@@ -132,6 +133,16 @@ int main(void)
     a->started_mono_us = mono_us();
     log_info("boot", "queen %s starting: node %s, port %lld, database %s", QUEEN_VERSION, cfg.node_id,
              (long long)cfg.port, cfg.pg_external ? "external" : "embedded");
+    /* before any thread starts: the key is only read afterwards */
+    if (cfg.has_encryption_key) {
+        seal_set_node_key(&cfg.encryption_key);
+        char fp[9];
+        seal_fingerprint_hex(&cfg.encryption_key, fp);
+        log_info("boot", "encryption at rest: key fingerprint %s (every node sealing or opening the same queues needs "
+                         "the same key)", fp);
+    } else {
+        log_info("boot", "encryption at rest: no QUEEN_ENCRYPTION_KEY; configuring encryptionEnabled is refused here");
+    }
 
     static embedded_pg emb;
     const char *conninfo = cfg.pg_conninfo;

@@ -6,6 +6,7 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "storage/payload.h"
 
 /* ---- consumer groups --------------------------------------------------------------------- */
 
@@ -265,10 +266,7 @@ int admin_record_decode(const uint8_t *rec, size_t len, uint64_t offset, buf *sc
 
 void admin_payload_json(buf *b, const record_view *v)
 {
-    if (v->payload_len == 0 || (v->flags & REC_ENCRYPTED))
-        buf_puts(b, "null");
-    else
-        buf_append(b, v->payload, v->payload_len);
+    record_payload_json(b, v);
 }
 
 int64_t admin_uuid_v7_time_us(const char *txn, size_t len)

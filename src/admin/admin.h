@@ -90,8 +90,9 @@ int admin_status_parse(const char *s, enum rec_status *out);
  * version byte). The view points into `scratch`, which must outlive it. 0, or -1 if corrupt. */
 int admin_record_decode(const uint8_t *rec, size_t len, uint64_t offset, buf *scratch, record_view *out);
 
-/* Writes the payload of a record as JSON: the stored text, or null when empty or sealed
- * (an encrypted payload is not JSON text). */
+/* Writes the payload of a record as JSON: the plaintext (opened with the node's key when
+ * sealed), null when empty, or null and a "payloadError" field when this node cannot open it
+ * (storage/payload.h). */
 void admin_payload_json(buf *b, const record_view *v);
 
 /* If txn is a UUIDv7 (a server-made transactionId), the µs time it carries; else 0. */

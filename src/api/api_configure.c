@@ -1,10 +1,17 @@
 /* api_configure.c — POST /api/v1/configure: create or reconfigure a queue (full overwrite of
- * its options, namespace and task), and make sure its Default partition exists. */
+ * its options, namespace and task), and make sure its Default partition exists.
+ *
+ * The statement takes the queue's clock lock after writing its options (lock order: queue
+ * row, then clock; docs/lock-order.md). A push reads encryptionEnabled under that lock
+ * (push_v1 step 2a), so every push that commits after this configure has seen its options:
+ * none of them stores plaintext in a queue this configure encrypted (docs/encryption.md). */
 #include <stdio.h>
 #include <string.h>
 
 #include "app.h"
+#include "core/timeutil.h"
 #include "core/util.h"
+#include "crypto/seal.h"
 #include "queue/options.h"
 #include "storage/logread.h"
 
@@ -14,14 +21,17 @@ static const char CONFIGURE_SQL[] =
     "  ON CONFLICT (tenant_id, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task, "
     "  options = excluded.options, configured = true, updated_at = now() RETURNING id, uuid), "
     "c AS (INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM q ON CONFLICT DO NOTHING), "
+    "lk AS (SELECT x.queue_id FROM queen.queue_clocks x WHERE x.queue_id = (SELECT id FROM q) FOR UPDATE), "
     "p AS (INSERT INTO queen.partitions (queue_id, name) SELECT id, 'Default' FROM q "
     "  ON CONFLICT (queue_id, name) DO NOTHING RETURNING uuid) "
     "SELECT q.uuid, coalesce((SELECT uuid FROM p), "
-    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')) FROM q";
+    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')), "
+    "  (SELECT count(*) FROM lk) FROM q";
 
 typedef struct cfg_ctx {
     db_req dbr;
     http_req *http;
+    size_t queue_len;
     const char *queue, *ns, *task;
     queue_options opts;
     char tenant[37];
@@ -42,6 +52,9 @@ static void on_configured(db_req *d)
         buf_free(&c->optjson);
         return;
     }
+    /* this node seals at once (or stops at once); other nodes learn it from push_v1 */
+    app *a = r->app;
+    sealq_set(pusher_sealq(a->push), r->tenant, c->queue, c->queue_len, c->opts.encryption_enabled != 0, mono_ms());
     buf b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"configured\":true,\"queueId\":");
@@ -78,6 +91,7 @@ void api_configure(http_req *r)
     size_t len;
     char err[256] = "";
     int rc = api_str_field(r, &d, 0, "queue", &c->queue, &len);
+    c->queue_len = rc > 0 ? len : 0;
     if (rc <= 0)
         snprintf(err, sizeof err, "queue is required");
     else if (len == 0 || len > 255 || memchr(c->queue, '\0', len))
@@ -89,6 +103,10 @@ void api_configure(http_req *r)
     else
         queue_options_parse(&d, json_get(&d, 0, "options"), &c->opts, err, sizeof err);
     json_doc_free(&d);
+    if (!err[0] && c->opts.encryption_enabled && !seal_node_key())
+        snprintf(err, sizeof err,
+                 "encryptionEnabled needs QUEEN_ENCRYPTION_KEY, and this node has none: it could not seal the "
+                 "queue's payloads (give every node the same key, or configure the queue without encryption)");
     if (err[0]) {
         http_respond_error(r, 400, "%s", err);
         return;

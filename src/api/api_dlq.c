@@ -15,6 +15,7 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "storage/payload.h"
 
 /* ---- GET /api/v1/dlq --------------------------------------------------------------------- */
 
@@ -240,10 +241,30 @@ static void on_claimed(api_query *q, PGresult *const *res)
     it->queue_len = (uint32_t)ql;
     it->partition = arena_strndup(&r->ar, pn, pl);
     it->partition_len = (uint32_t)pl;
-    if (v.payload_len) {
-        it->payload = arena_strndup(&r->ar, v.payload, v.payload_len);
-        it->payload_len = (uint32_t)v.payload_len;
+    /* a sealed record is opened and goes through the push path like any other: sealed again
+     * if its queue is encrypted now, plain if it no longer is */
+    const char *plt;
+    size_t pll;
+    enum seal_result why;
+    buf plain;
+    buf_init(&plain, 0);
+    if (record_payload_open(&v, &plain, &plt, &pll, &why) < 0) {
+        char msg[200];
+        record_payload_error_text(&v, why, msg, sizeof msg);
+        buf_free(&plain);
+        buf_free(&c->scratch);
+        /* another node (with the key) can still requeue it: give the claim back */
+        c->req.arg = c;
+        c->req.err_status = why == SEAL_CORRUPT ? 500 : PUSH_NO_KEY_STATUS;
+        snprintf(c->req.err, sizeof c->req.err, "this node cannot open its record: %s", msg);
+        on_requeued(&c->req);
+        return;
     }
+    if (pll) {
+        it->payload = arena_strndup(&r->ar, plt, pll);
+        it->payload_len = (uint32_t)pll;
+    }
+    buf_free(&plain);
     if (v.trace) {
         memcpy(it->trace, v.trace, 16);
         it->has_trace = 1;

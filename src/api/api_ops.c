@@ -196,6 +196,9 @@ static void render_kv_timer_metrics(app *a, buf *b)
     metric_u64(b, "queen_timer_rounds_total", NULL, mc_get(&tm->rounds));
     metric_help(b, "queen_timer_round_failures_total", "counter", "Firing rounds that failed (rolled back)");
     metric_u64(b, "queen_timer_round_failures_total", NULL, mc_get(&tm->round_failures));
+    metric_help(b, "queen_timers_sealed_total", "counter",
+                "Plaintext timers of queues with encryptionEnabled that this node sealed before they fired");
+    metric_u64(b, "queen_timers_sealed_total", NULL, mc_get(&tm->sealed));
     metric_help(b, "queen_timer_fire_lag_seconds", "histogram", "Per firing round: the largest delay past fireAt");
     metric_hist(b, "queen_timer_fire_lag_seconds", NULL, &tm->lag_seconds);
 }
@@ -221,6 +224,13 @@ void api_metrics_prometheus(http_req *r)
     metric_u64(&b, "queen_push_commits_total", NULL, mc_get(&pm->commits));
     metric_help(&b, "queen_push_commit_failures_total", "counter", "Group commits that failed");
     metric_u64(&b, "queen_push_commit_failures_total", NULL, mc_get(&pm->commit_failures));
+    metric_help(&b, "queen_push_sealed_records_total", "counter",
+                "Pushed records whose payload this node sealed (queues with encryptionEnabled)");
+    metric_u64(&b, "queen_push_sealed_records_total", NULL, mc_get(&pm->sealed_records));
+    metric_help(&b, "queen_push_seal_refusals_total", "counter",
+                "Commits the database refused because they carried plaintext for a queue with encryptionEnabled "
+                "(this node had not learnt it yet; they are sealed and sent again)");
+    metric_u64(&b, "queen_push_seal_refusals_total", NULL, mc_get(&pm->seal_refusals));
     metric_help(&b, "queen_push_commit_batch_records", "histogram", "Records per group commit");
     metric_hist(&b, "queen_push_commit_batch_records", NULL, &pm->batch_records);
     metric_help(&b, "queen_push_commit_batch_requests", "histogram", "Push requests per group commit");

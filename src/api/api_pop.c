@@ -19,6 +19,7 @@
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
+#include "storage/payload.h"
 
 /* Pops merged into one call at most: one partition each, so more than a queue's partitions
  * only adds empty answers; 32 keeps the lease array and the answer of one call small. */
@@ -236,10 +237,7 @@ static void on_record(void *arg, const popped_partition *p, const record_view *v
         buf_puts(b, "null");
     }
     buf_puts(b, ",\"data\":");
-    if (v->payload_len)
-        buf_append(b, v->payload, v->payload_len);
-    else
-        buf_puts(b, "null");
+    record_payload_json(b, v); /* the plaintext, or null and payloadError */
     buf_puts(b, ",\"producerSub\":");
     if (v->producer)
         jw_string(b, v->producer, v->producer_len);

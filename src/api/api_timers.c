@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "app.h"
+#include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "crypto/seal.h"
 #include "storage/logread.h"
 
 #define TIMER_LIST_DEFAULT_LIMIT 100
@@ -19,7 +21,10 @@ typedef struct timer_ctx {
     int n;
     int is_batch;
     int64_t limit;
+    int refusals;
 } timer_ctx;
+
+static void submit_create(timer_ctx *c);
 
 static timer_ctx *ctx_new(http_req *r)
 {
@@ -64,6 +69,38 @@ static void on_created(db_req *d)
     if (d->err != DB_OK || !res) {
         api_respond_db_error(r, d);
         db_req_clear(d);
+        return;
+    }
+    /* plaintext for a queue with encryptionEnabled: nothing was created; seal those and again */
+    int refused = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (PQgetisnull(res, i, 3))
+            continue;
+        int64_t k = db_get_i64(res, i, 3);
+        if (k < 1 || k > c->n)
+            continue;
+        timer_spec *s = &c->specs[k - 1];
+        if (!seal_node_key()) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "queue %.*s has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY to seal its "
+                     "payloads; no timer was created (create it through a node that has the key)",
+                     (int)s->queue_len, s->queue);
+            db_req_clear(d);
+            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
+            return;
+        }
+        sealq_set(pusher_sealq(a->push), r->tenant, s->queue, s->queue_len, 1, mono_ms());
+        s->seal = 1;
+        refused = 1;
+    }
+    if (refused) {
+        db_req_clear(d);
+        if (++c->refusals > c->n + 1) {
+            http_respond_error(r, 500, "the timer insert kept refusing sealed records as not sealed");
+            return;
+        }
+        submit_create(c);
         return;
     }
     if (PQntuples(res) != c->n) {
@@ -117,12 +154,26 @@ void api_timer_create(http_req *r)
         http_respond_error(r, 400, "%s", err);
         return;
     }
+    /* payloads of queues known to be encrypted are sealed here; the insert refuses the others */
+    sealq *sq = pusher_sealq(a->push);
+    uint64_t now = mono_ms();
+    for (int i = 0; i < c->n; i++)
+        c->specs[i].seal =
+            seal_node_key() && sealq_wants(sq, r->tenant, c->specs[i].queue, c->specs[i].queue_len, now);
+    http_async(r);
+    submit_create(c);
+}
+
+static void submit_create(timer_ctx *c)
+{
+    http_req *r = c->http;
+    app *a = r->app;
     timer_create_params(r->tenant, c->specs, c->n, r->subject, r->subject ? strlen(r->subject) : 0, &c->p);
+    memset(&c->dbr, 0, sizeof c->dbr);
     c->dbr.nstmt = 1;
     c->dbr.stmt[0] = (db_stmt){TIMER_CREATE_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
     c->dbr.done = on_created;
     c->dbr.arg = c;
-    http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         timer_params_free(&c->p);
         api_respond_db_error(r, &c->dbr);

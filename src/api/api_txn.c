@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "core/util.h"
+#include "crypto/seal.h"
 #include "db/pgarray.h"
 
 #define TXN_PARAMS 18
@@ -44,6 +45,7 @@ typedef struct txn_ctx {
     db_req dbr;
     uuid txn_id;
     int attempts;
+    uint32_t refusals;
 } txn_ctx;
 
 /* a serialization failure or deadlock rolled the whole transaction back: run it again */
@@ -70,11 +72,47 @@ static void respond_failure(txn_ctx *c, const char *msg)
     buf_free(&b);
 }
 
+/* Encodes the pushes (sealing those of queues known to have encryptionEnabled) into the
+ * parameters 2..11 of transaction_v1. */
+static void encode_pushes(txn_ctx *c)
+{
+    for (uint32_t i = 0; i < c->pr.n; i++)
+        c->pr.items[i].status = PUSH_PENDING;
+    push_enc_build(&c->enc, &c->pr, pusher_dedup_window_us(c->a->push));
+    for (int k = 0; k < PUSH_PARAMS; k++) {
+        c->values[1 + k] = c->enc.values[k];
+        c->lengths[1 + k] = c->enc.lengths[k];
+        c->formats[1 + k] = c->enc.formats[k];
+    }
+}
+
 static void on_done(db_req *d)
 {
     txn_ctx *c = d->arg;
     http_req *r = c->http;
     PGresult *res = d->res[0];
+    const push_group *refused = d->err == DB_SQL ? push_enc_refused(&c->enc, d->sqlstate, d->errmsg) : NULL;
+    if (refused) {
+        /* plaintext for a queue with encryptionEnabled: seal it and run the transaction again */
+        db_req_clear(d);
+        if (!seal_node_key()) {
+            char msg[400];
+            push_enc_no_key_error(refused, msg, sizeof msg);
+            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
+            txn_free(c);
+            return;
+        }
+        if (++c->refusals <= c->enc.ngroups + 1) {
+            encode_pushes(c);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+            http_respond_error(r, 503, "%s", d->errmsg);
+        } else {
+            http_respond_error(r, 500, "transaction_v1 kept refusing sealed records as not sealed");
+        }
+        txn_free(c);
+        return;
+    }
     if (d->err != DB_OK || !res) {
         int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
         if (retryable && ++c->attempts < TXN_MAX_ATTEMPTS) {
@@ -301,9 +339,8 @@ void api_transaction(http_req *r)
     json_doc_free(&d);
 
     push_enc_init(&c->enc);
-    for (uint32_t i = 0; i < pr->n; i++)
-        pr->items[i].status = PUSH_PENDING;
-    push_enc_build(&c->enc, pr, pusher_dedup_window_us(a->push));
+    c->enc.sq = pusher_sealq(a->push);
+    encode_pushes(c);
     pgarray *aa = c->ack_arr;
     pgarray_begin(&aa[0], OID_TEXT);
     pgarray_begin(&aa[1], OID_UUID);
@@ -330,11 +367,6 @@ void api_transaction(http_req *r)
     }
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
-    for (int k = 0; k < PUSH_PARAMS; k++) {
-        c->values[1 + k] = c->enc.values[k];
-        c->lengths[1 + k] = c->enc.lengths[k];
-        c->formats[1 + k] = c->enc.formats[k];
-    }
     for (int k = 0; k < 6; k++) {
         pgarray_finish(&aa[k]);
         c->values[11 + k] = aa[k].b.data;

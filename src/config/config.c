@@ -163,6 +163,10 @@ static const char *const log_levels[] = {"trace", "debug", "info", "warn", "erro
 static const char *const log_formats[] = {"text", "json", NULL};
 static const char *const sub_modes[] = {"all", "new", "new-only", "from_beginning", NULL};
 
+#define ENCRYPTION_KEY_WHAT                                                                                   \
+    "It is the AES-256-GCM key that seals the payloads of queues with encryptionEnabled; every node needs the " \
+    "same one"
+
 #define OFF(f) offsetof(queen_config, f)
 static const cfg_opt broker_rows[] = {
     {"PORT", "QUEEN_PORT", CFG_INT, OFF(port), 6632, 1, 65535, NULL, NULL, 0,
@@ -221,8 +225,32 @@ static const cfg_opt broker_rows[] = {
      "It is the most timers one firing transaction takes"},
     {"QUEEN_SHUTDOWN_TIMEOUT_MS", NULL, CFG_INT, OFF(shutdown_timeout_ms), 30000, 0, 600000, NULL, NULL, 0,
      "It is how long SIGTERM waits for requests in flight before exiting anyway"},
+    /* parsed and checked by encryption_key_load: its error line never shows the value */
+    {"QUEEN_ENCRYPTION_KEY", NULL, CFG_STRING, OFF(encryption_key_text), 0, 0, 0, NULL, NULL, 0,
+     ENCRYPTION_KEY_WHAT},
 };
 #undef OFF
+
+/* Wipes and frees the key's text; on a bad value the boot line names its length, never its
+ * characters (a boot line ends up in logs that more people read than hold the key). */
+static int encryption_key_load(queen_config *c, char *err, size_t errlen)
+{
+    if (!c->encryption_key_text)
+        return 0;
+    char why[256];
+    size_t n = strlen(c->encryption_key_text);
+    int rc = seal_key_parse(c->encryption_key_text, &c->encryption_key, why, sizeof why);
+    explicit_bzero(c->encryption_key_text, n);
+    free(c->encryption_key_text);
+    c->encryption_key_text = NULL;
+    if (rc < 0) {
+        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=<%zu characters, not shown> %s. %s", n,
+                 why, ENCRYPTION_KEY_WHAT);
+        return -1;
+    }
+    c->has_encryption_key = 1;
+    return 0;
+}
 
 static const char *const node_id_what = "It names this node in status, logs and the sink's leases";
 
@@ -293,7 +321,8 @@ static void conninfo_add(buf *out, const char *key, const char *val)
 int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    if (cfg_parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0)
+    if (cfg_parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0 ||
+        encryption_key_load(c, err, errlen) < 0)
         return -1;
     /* node identity: QUEEN_NODE_ID, or the spec's QUEEN_RAFT_NODE_ID */
     static const cfg_opt node_row = {"QUEEN_NODE_ID", "QUEEN_RAFT_NODE_ID", CFG_STRING, 0, 0, 0, 0,
@@ -350,5 +379,10 @@ void config_free(queen_config *c)
     free(c->pg_db);
     free(c->pg_conninfo);
     free(c->pg_bin_dir);
+    if (c->encryption_key_text) {
+        explicit_bzero(c->encryption_key_text, strlen(c->encryption_key_text));
+        free(c->encryption_key_text);
+    }
+    explicit_bzero(&c->encryption_key, sizeof c->encryption_key);
     memset(c, 0, sizeof *c);
 }

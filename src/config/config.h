@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "crypto/seal.h"
 
 typedef const char *(*config_getenv_fn)(const char *name);
 
@@ -69,6 +70,11 @@ typedef struct queen_config {
     int64_t partition_cleanup_days;
     int64_t default_batch;
     int default_subscription_mode; /* 0 all, 1 new, 2 new-only (= new), 3 from_beginning (= all) */
+
+    /* QUEEN_ENCRYPTION_KEY, parsed: the text itself is wiped and freed by config_load */
+    char *encryption_key_text;
+    int has_encryption_key;
+    seal_key encryption_key;
 } queen_config;
 
 /* Loads the broker's own variables. Returns 0, or -1 with err holding the boot line. */

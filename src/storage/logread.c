@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "core/uuid.h"
 #include "json/json.h"
+#include "payload.h"
 
 void format_uuid_text(const uint8_t b[16], char out[37])
 {
@@ -200,10 +201,7 @@ void fetch_record_json(buf *b, const fetch_partition *p, const record_view *v, i
     buf_puts(b, ",\"ts\":");
     buf_put_i64(b, ts);
     buf_puts(b, ",\"payload\":");
-    if (v->payload_len == 0)
-        buf_puts(b, "null");
-    else
-        buf_append(b, v->payload, v->payload_len);
+    record_payload_json(b, v); /* the plaintext, or null and payloadError */
     buf_puts(b, ",\"traceId\":");
     if (v->trace) {
         char t[37];

@@ -10,6 +10,7 @@
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
+#include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "record.h"
 
@@ -38,6 +39,7 @@ typedef struct batch {
     push_enc enc;
     db_req dbr;
     int attempts;
+    uint32_t refusals; /* push_v1 refused plaintext for an encrypted queue (each teaches one queue) */
     uint64_t started_us;
 } batch;
 
@@ -63,6 +65,7 @@ struct pusher {
     pusher_metrics m;
     pusher_commit_fn on_commit;
     void *on_commit_arg;
+    sealq *sq;
 };
 
 static const double batch_bounds[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 50000};
@@ -79,12 +82,20 @@ pusher *pusher_new(db_pool *db, const queen_config *cfg)
     mhist_init(&p->m.batch_records, batch_bounds, (int)ARRAY_LEN(batch_bounds), 1);
     mhist_init(&p->m.batch_requests, req_bounds, (int)ARRAY_LEN(req_bounds), 1);
     mhist_init(&p->m.commit_seconds, sec_bounds, (int)ARRAY_LEN(sec_bounds), 1e6);
+    p->sq = sealq_new();
     return p;
 }
 
 void pusher_free(pusher *p)
 {
+    if (p)
+        sealq_free(p->sq);
     free(p);
+}
+
+sealq *pusher_sealq(pusher *p)
+{
+    return p->sq;
 }
 
 void pusher_on_commit(pusher *p, pusher_commit_fn fn, void *arg)
@@ -129,6 +140,41 @@ void push_enc_free(push_enc *e)
     free(e->dd_items);
     arena_free(&e->ar);
     memset(e, 0, sizeof *e);
+}
+
+/* Encodes a group's records as one segment into seg, their payloads sealed under key when
+ * g->sealed (an empty payload too, so every record says sealed); *bytes = the stored payload
+ * bytes. -1 when a seal failed (the segment is then incomplete). */
+static int encode_group(const push_group *g, const seal_key *key, buf *seg, buf *sealed, uint64_t *bytes)
+{
+    buf_reset(seg);
+    segment_begin(seg);
+    *bytes = 0;
+    for (uint32_t k = 0; k < g->n; k++) {
+        const push_item *it = g->items[k];
+        const push_req *own = it->req;
+        record_in rec = {
+            .txn = it->txn,
+            .txn_len = it->txn_len,
+            .txn_producer = it->txn_producer,
+            .trace = it->has_trace ? it->trace : NULL,
+            .producer = own->producer,
+            .producer_len = own->producer_len,
+            .payload = it->payload,
+            .payload_len = it->payload_len,
+        };
+        if (g->sealed) {
+            buf_reset(sealed);
+            if (seal_seal(key, it->payload, it->payload_len, sealed) < 0)
+                return -1;
+            rec.payload = sealed->data;
+            rec.payload_len = sealed->len;
+            rec.encrypted = 1;
+        }
+        record_encode(seg, &rec);
+        *bytes += rec.payload_len;
+    }
+    return 0;
 }
 
 /* Groups the pending items of the requests by (tenant, queue, partition), drops repeats of a producer
@@ -220,8 +266,11 @@ uint64_t push_enc_build(push_enc *b, push_req *reqs, int64_t dedup_window_us)
     pgarray_begin(&b->arr[A_DDTXN], OID_TEXT);
     uint64_t total = 0;
     uint32_t sql_idx = 0;
-    buf seg;
+    buf seg, sealed;
     buf_init(&seg, 0);
+    buf_init(&sealed, 0);
+    const seal_key *nkey = seal_node_key();
+    uint64_t now_ms = mono_ms();
     for (uint32_t gi = 0; gi < b->ngroups; gi++) {
         push_group *g = &b->groups[gi];
         if (g->n == 0) {
@@ -229,24 +278,18 @@ uint64_t push_enc_build(push_enc *b, push_req *reqs, int64_t dedup_window_us)
             continue;
         }
         g->sql_idx = ++sql_idx;
-        buf_reset(&seg);
-        segment_begin(&seg);
-        uint64_t bytes = 0;
+        /* all of a group's records are sealed or none: push_v1 reads the first one's flags */
+        g->sealed = nkey && b->sq && sealq_wants(b->sq, g->tenant, g->queue, g->queue_len, now_ms);
+        uint64_t bytes;
+        if (encode_group(g, nkey, &seg, &sealed, &bytes) < 0) {
+            /* only a failing RAND_bytes gets here: the whole group goes plain, so a queue that
+             * needs sealing refuses it (push_v1) instead of taking a half-sealed segment */
+            log_error("push", "sealing a payload of queue %.*s failed", (int)g->queue_len, g->queue);
+            g->sealed = 0;
+            encode_group(g, nkey, &seg, &sealed, &bytes);
+        }
         for (uint32_t k = 0; k < g->n; k++) {
             push_item *it = g->items[k];
-            const push_req *own = it->req;
-            record_in rec = {
-                .txn = it->txn,
-                .txn_len = it->txn_len,
-                .txn_producer = it->txn_producer,
-                .trace = it->has_trace ? it->trace : NULL,
-                .producer = own->producer,
-                .producer_len = own->producer_len,
-                .payload = it->payload,
-                .payload_len = it->payload_len,
-            };
-            record_encode(&seg, &rec);
-            bytes += it->payload_len;
             if (it->txn_producer) {
                 if (b->ndd == b->ddcap) {
                     b->ddcap = b->ddcap ? b->ddcap * 2 : 16;
@@ -267,6 +310,7 @@ uint64_t push_enc_build(push_enc *b, push_req *reqs, int64_t dedup_window_us)
         total += g->n;
     }
     buf_free(&seg);
+    buf_free(&sealed);
     for (int a = 0; a < PUSH_ARRAYS; a++) {
         pgarray_finish(&b->arr[a]);
         b->values[a] = b->arr[a].b.data;
@@ -354,6 +398,31 @@ void push_enc_settle(push_req *reqs)
         }
 }
 
+const push_group *push_enc_refused(push_enc *e, const char *sqlstate, const char *errmsg)
+{
+    if (strcmp(sqlstate, SEALQ_SQLSTATE) != 0)
+        return NULL;
+    uint32_t idx = sealq_refused_group(errmsg);
+    for (uint32_t gi = 0; idx && gi < e->ngroups; gi++) {
+        const push_group *g = &e->groups[gi];
+        if (g->sql_idx != idx)
+            continue;
+        if (seal_node_key() && e->sq)
+            sealq_set(e->sq, g->tenant, g->queue, g->queue_len, 1, mono_ms());
+        return g;
+    }
+    log_error("push", "push_v1 refused a group this write does not have: %s", errmsg);
+    return NULL;
+}
+
+void push_enc_no_key_error(const push_group *g, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "queue %.*s has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY to seal its payloads; "
+             "nothing was stored (push through a node that has the key)",
+             (int)MIN(g->queue_len, 255u), g->queue);
+}
+
 void push_enc_stmt(push_enc *e, db_stmt *st)
 {
     *st = (db_stmt){PUSH_SQL, PUSH_PARAMS, e->values, e->lengths, e->formats, 1};
@@ -389,6 +458,9 @@ static void batch_finish(batch *b, int err_status, const char *err)
         mc_add(&p->m.bytes, bytes);
         mc_add(&p->m.duplicates, dups);
         mc_add(&p->m.commits, 1);
+        for (uint32_t gi = 0; gi < b->enc.ngroups; gi++)
+            if (b->enc.groups[gi].sealed)
+                mc_add(&p->m.sealed_records, b->enc.groups[gi].n);
         if (p->on_commit)
             for (uint32_t gi = 0; gi < b->enc.ngroups; gi++)
                 if (b->enc.groups[gi].n)
@@ -446,6 +518,31 @@ static void fail_full_requests(batch *b)
                 x->items[i].status = PUSH_PENDING;
 }
 
+/* push_v1 refused plaintext for an encrypted queue and this node has no key: answers every
+ * request with an item in that queue and takes it out of the batch; the others are sent again. */
+static void fail_unsealable_requests(batch *b, const uint8_t tenant[16], const char *queue, size_t qlen,
+                                     const char *msg)
+{
+    push_req **pp = &b->reqs;
+    while (*pp) {
+        push_req *r = *pp;
+        int hit = 0;
+        for (uint32_t i = 0; i < r->n && !hit; i++)
+            hit = memcmp(r->tenant, tenant, 16) == 0 && r->items[i].queue_len == qlen &&
+                  memcmp(r->items[i].queue, queue, qlen) == 0;
+        if (!hit) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;
+        r->next = NULL;
+        b->nreqs--;
+        r->err_status = PUSH_NO_KEY_STATUS;
+        snprintf(r->err, sizeof r->err, "%s", msg);
+        r->done(r);
+    }
+}
+
 static int batch_send(batch *b);
 
 static void on_push_done(db_req *dr)
@@ -453,6 +550,41 @@ static void on_push_done(db_req *dr)
     batch *b = dr->arg;
     pusher *p = b->p;
     PGresult *res = dr->res[0];
+    const push_group *refused = dr->err == DB_SQL ? push_enc_refused(&b->enc, dr->sqlstate, dr->errmsg) : NULL;
+    if (refused) {
+        /* plaintext for a queue with encryptionEnabled: seal it (push_enc_refused marked the
+         * queue) and send again, or, without a key, refuse the requests that touch it */
+        mc_add(&p->m.seal_refusals, 1);
+        db_req_clear(dr);
+        lane *l = b->lane;
+        if (!seal_node_key()) {
+            uint8_t tenant[16];
+            char queue[256], msg[sizeof b->reqs->err];
+            size_t qlen = MIN(refused->queue_len, sizeof queue);
+            memcpy(tenant, refused->tenant, 16);
+            memcpy(queue, refused->queue, qlen);
+            push_enc_no_key_error(refused, msg, sizeof msg);
+            fail_unsealable_requests(b, tenant, queue, qlen, msg);
+            if (!b->reqs) {
+                b->enc.ngroups = 0; /* nothing was committed: no group to report */
+                batch_finish(b, 0, NULL);
+                maybe_flush(p, l);
+                return;
+            }
+        }
+        if (++b->refusals <= b->enc.ngroups + 1) {
+            b->attempts--; /* a refusal is not a failed attempt */
+            if (batch_send(b) == 0)
+                return;
+            char msg[600];
+            snprintf(msg, sizeof msg, "%s", b->dbr.errmsg);
+            batch_finish(b, 503, msg);
+        } else {
+            batch_finish(b, 500, "push_v1 kept refusing sealed records as not sealed");
+        }
+        maybe_flush(p, l);
+        return;
+    }
     if (dr->err != DB_OK || !res) {
         int retryable = dr->err == DB_SQL && (strcmp(dr->sqlstate, "40001") == 0 || strcmp(dr->sqlstate, "40P01") == 0);
         char msg[600];
@@ -530,6 +662,7 @@ static void maybe_flush(pusher *p, lane *l)
         b->p = p;
         b->lane = l;
         push_enc_init(&b->enc);
+        b->enc.sq = p->sq;
         push_req **tail = &b->reqs;
         uint64_t bytes = 0;
         while (l->head) {

@@ -71,6 +71,7 @@ struct push_req {
  * Ownership: the encoder owns its arrays; items and requests stay the caller's. */
 #include "core/arena.h"
 #include "db/pgarray.h"
+#include "sealq.h"
 
 #define PUSH_ARRAYS 9
 #define PUSH_PARAMS 10
@@ -84,9 +85,11 @@ typedef struct push_group {
     push_item **items;
     uint32_t n, cap;
     uint32_t sql_idx; /* 1-based index in the call's arrays; 0 when nothing to write */
+    int sealed;       /* its payloads are sealed (the queue has encryptionEnabled, as far as known) */
 } push_group;
 
 typedef struct push_enc {
+    sealq *sq;  /* which queues to seal for; NULL seals nothing. Set after push_enc_init. */
     arena ar;
     push_group *groups;
     uint32_t ngroups, gcap;
@@ -108,6 +111,13 @@ void push_enc_stmt(push_enc *e, db_stmt *st);
 int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full);
 /* Gives items that repeated an earlier item of the same write that item's outcome. */
 void push_enc_settle(push_req *reqs);
+/* After a failed push_v1 call: when it refused a group of plaintext records for a queue with
+ * encryptionEnabled (SQLSTATE QE001), returns that group (and, when this node has a key, marks
+ * the queue in e->sq, so the next push_enc_build seals it); otherwise NULL. */
+const push_group *push_enc_refused(push_enc *e, const char *sqlstate, const char *errmsg);
+/* The answer to a write refused for a queue with encryptionEnabled on a node without a key. */
+#define PUSH_NO_KEY_STATUS 503
+void push_enc_no_key_error(const push_group *g, char *out, size_t cap);
 void push_enc_free(push_enc *e);
 
 typedef struct pusher_metrics {
@@ -116,6 +126,8 @@ typedef struct pusher_metrics {
     mcounter duplicates;
     mcounter commits;
     mcounter commit_failures;
+    mcounter sealed_records;   /* records whose payload this node sealed */
+    mcounter seal_refusals;    /* commits push_v1 refused for plaintext in an encrypted queue */
     mhist batch_records;
     mhist batch_requests;
     mhist commit_seconds;
@@ -124,6 +136,8 @@ typedef struct pusher_metrics {
 typedef struct pusher pusher;
 
 pusher *pusher_new(db_pool *db, const queen_config *cfg);
+/* The pusher's cache of queues to seal for (shared with every other writer of records). */
+sealq *pusher_sealq(pusher *p);
 /* Queues the request. `done` runs exactly once, on the loop thread; it may run before
  * pusher_submit returns (when the database refuses at once), so the caller must not touch
  * the request after this call except from `done`. */

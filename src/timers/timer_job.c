@@ -17,9 +17,12 @@
 #include <uv.h>
 
 #include "core/log.h"
+#include "core/timeutil.h"
 #include "core/util.h"
+#include "crypto/seal.h"
 #include "db/pg.h"
 #include "storage/logread.h"
+#include "storage/payload.h"
 #include "storage/record.h"
 #include "timers.h"
 
@@ -31,6 +34,13 @@
 
 struct timer_job {
     uv_timer_t timer;
+    /* the sealing pass a round may need (docs/encryption.md): its statement's parameters */
+    pgarray seal_arr[3];
+    char seal_limit[24];
+    const char *seal_values[3];
+    int seal_lengths[3];
+    int seal_formats[3];
+    uint64_t seal_warned_ms;
     uv_loop_t *loop;
     db_pool *db;
     db_req req;
@@ -52,17 +62,33 @@ struct timer_job {
 static const double lag_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 
 static void schedule(timer_job *j, uint64_t ms);
+static int seal_pass_start(timer_job *j);
+
 
 static void on_closed(uv_handle_t *h)
 {
     UNUSED(h);
 }
 
+/* The end of a round (and of its sealing pass): the next one, or the handle closed. */
+static void round_end(timer_job *j, uint64_t next_ms)
+{
+    j->busy = 0;
+    if (j->stopping) {
+        uv_close((uv_handle_t *)&j->timer, on_closed);
+        return;
+    }
+    if (j->kick_ms >= 0 && (uint64_t)j->kick_ms < next_ms)
+        next_ms = (uint64_t)j->kick_ms;
+    j->kick_ms = -1;
+    schedule(j, next_ms);
+}
+
 static void on_round(db_req *d)
 {
     timer_job *j = d->arg;
-    j->busy = 0;
     uint64_t next_ms = TIMER_RETRY_MS;
+    int unsealed = 0;
     PGresult *r = d->res[0];
     if (d->err == DB_OK && r && PQntuples(r) == 1) {
         int fired = atoi(PQgetvalue(r, 0, 0));
@@ -71,6 +97,7 @@ static void on_round(db_req *d)
         int64_t lag = atoll(PQgetvalue(r, 0, 3));
         int has_next = !PQgetisnull(r, 0, 4);
         int64_t next_in_us = has_next ? atoll(PQgetvalue(r, 0, 4)) : 0;
+        unsealed = atoi(PQgetvalue(r, 0, 5));
         if (fired + dups > 0) {
             mc_add(&j->m.fired, (uint64_t)fired);
             mc_add(&j->m.duplicates, (uint64_t)dups);
@@ -102,14 +129,106 @@ static void on_round(db_req *d)
             next_ms = 10;
     }
     db_req_clear(d);
-    if (j->stopping) {
-        uv_close((uv_handle_t *)&j->timer, on_closed);
+    if (unsealed > 0 && !j->stopping) {
+        /* plaintext timers of encrypted queues wait: seal them, then fire at once */
+        if (seal_node_key() && seal_pass_start(j) == 0)
+            return;
+        if (!seal_node_key() && mono_ms() - j->seal_warned_ms >= 60000) {
+            j->seal_warned_ms = mono_ms();
+            log_warn("timers", "%d due timers of queues with encryptionEnabled hold plaintext and wait for a node "
+                               "with QUEEN_ENCRYPTION_KEY to seal them; this node has none", unsealed);
+        }
+    }
+    round_end(j, next_ms);
+}
+
+/* ---- sealing plaintext timers of encrypted queues in place ---- */
+
+static void seal_arrays_free(timer_job *j)
+{
+    for (int k = 0; k < 3; k++)
+        pgarray_free(&j->seal_arr[k]);
+}
+
+static void on_resealed(db_req *d)
+{
+    timer_job *j = d->arg;
+    seal_arrays_free(j);
+    uint64_t next_ms = 0;
+    if (d->err == DB_OK && d->res[0]) {
+        int n = atoi(PQcmdTuples(d->res[0]));
+        mc_add(&j->m.sealed, (uint64_t)n);
+        log_debug("timers", "sealed %d plaintext timers of encrypted queues", n);
+    } else {
+        log_warn("timers", "sealing timers failed: %s", d->errmsg);
+        next_ms = TIMER_RETRY_MS;
+    }
+    db_req_clear(d);
+    round_end(j, next_ms);
+}
+
+static void on_unsealed(db_req *d)
+{
+    timer_job *j = d->arg;
+    PGresult *r = d->res[0];
+    if (d->err != DB_OK || !r) {
+        log_warn("timers", "reading timers to seal failed: %s", d->errmsg);
+        db_req_clear(d);
+        round_end(j, TIMER_RETRY_MS);
         return;
     }
-    if (j->kick_ms >= 0 && (uint64_t)j->kick_ms < next_ms)
-        next_ms = (uint64_t)j->kick_ms;
-    j->kick_ms = -1;
-    schedule(j, next_ms);
+    pgarray_begin(&j->seal_arr[0], OID_UUID);
+    pgarray_begin(&j->seal_arr[1], OID_BYTEA);
+    pgarray_begin(&j->seal_arr[2], OID_BYTEA);
+    buf rec;
+    buf_init(&rec, 0);
+    int n = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const uint8_t *old = (const uint8_t *)PQgetvalue(r, i, 1);
+        size_t len = (size_t)PQgetlength(r, i, 1);
+        buf_reset(&rec);
+        if (PQgetlength(r, i, 0) != 16 || timer_reseal_record(old, len, &rec) != 0)
+            continue; /* sealed meanwhile, or not a record (reported when it is read) */
+        pgarray_add(&j->seal_arr[0], PQgetvalue(r, i, 0), 16);
+        pgarray_add(&j->seal_arr[1], old, len);
+        pgarray_add(&j->seal_arr[2], rec.data, rec.len);
+        n++;
+    }
+    buf_free(&rec);
+    db_req_clear(d);
+    if (n == 0) {
+        seal_arrays_free(j);
+        round_end(j, TIMER_RETRY_MS);
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        pgarray_finish(&j->seal_arr[k]);
+        j->seal_values[k] = j->seal_arr[k].b.data;
+        j->seal_lengths[k] = (int)j->seal_arr[k].b.len;
+        j->seal_formats[k] = 1;
+    }
+    memset(&j->req, 0, sizeof j->req);
+    j->req.nstmt = 1;
+    j->req.stmt[0] = (db_stmt){TIMER_RESEAL_SQL, 3, j->seal_values, j->seal_lengths, j->seal_formats, 0};
+    j->req.done = on_resealed;
+    j->req.arg = j;
+    if (db_submit(j->db, &j->req) < 0) {
+        seal_arrays_free(j);
+        round_end(j, TIMER_RETRY_MS);
+    }
+}
+
+/* Reads the due plaintext timers of encrypted queues; -1 when the pool refused. */
+static int seal_pass_start(timer_job *j)
+{
+    snprintf(j->seal_limit, sizeof j->seal_limit, "%d", TIMER_SEAL_BATCH);
+    j->seal_values[0] = j->seal_limit;
+    memset(&j->req, 0, sizeof j->req);
+    j->req.nstmt = 1;
+    j->req.stmt[0] = (db_stmt){TIMER_UNSEALED_SQL, 1, j->seal_values, NULL, NULL, 1};
+    j->req.done = on_unsealed;
+    j->req.arg = j;
+    return db_submit(j->db, &j->req);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -239,10 +358,7 @@ int timer_row_json(buf *b, const struct pg_result *res, int row)
         jw_cstr(b, t);
     }
     buf_puts(b, ",\"payload\":");
-    if (v.payload_len == 0)
-        buf_puts(b, "null");
-    else
-        buf_append(b, v.payload, v.payload_len);
+    record_payload_json(b, &v); /* the plaintext, or null and payloadError */
     buf_puts(b, ",\"createdAt\":");
     buf_put_i64(b, bin_i64(r, row, 6));
     buf_putc(b, '}');

@@ -5,6 +5,7 @@
 
 #include "core/timeutil.h"
 #include "core/util.h"
+#include "crypto/seal.h"
 #include "storage/record.h"
 #include "timers.h"
 
@@ -225,6 +226,8 @@ int timer_parse_request(const json_doc *d, arena *ar, timer_spec **specs, int *n
 
 int timer_encode_record(const timer_spec *s, const char *producer, size_t producer_len, buf *out)
 {
+    buf sealed;
+    buf_init(&sealed, 0);
     record_in rec = {
         .txn = s->txn,
         .txn_len = s->txn_len,
@@ -235,7 +238,57 @@ int timer_encode_record(const timer_spec *s, const char *producer, size_t produc
         .payload = s->payload,
         .payload_len = s->payload_len,
     };
-    return record_encode(out, &rec);
+    int rc = 0;
+    if (s->seal) {
+        if (seal_seal(seal_node_key(), s->payload, s->payload_len, &sealed) < 0)
+            rc = -1;
+        rec.payload = sealed.data;
+        rec.payload_len = sealed.len;
+        rec.encrypted = 1;
+    }
+    if (rc == 0)
+        rc = record_encode(out, &rec);
+    buf_free(&sealed);
+    return rc;
+}
+
+int timer_reseal_record(const uint8_t *rec, size_t len, buf *out)
+{
+    buf seg, sealed;
+    buf_init(&seg, 0);
+    buf_init(&sealed, 0);
+    segment_begin(&seg);
+    buf_append(&seg, rec, len);
+    seg_reader sr;
+    record_view v, extra;
+    int rc = -1;
+    if (seg_reader_init(&sr, (const uint8_t *)seg.data, seg.len, 0, 1) < 0 || seg_reader_next(&sr, &v) != 1 ||
+        seg_reader_next(&sr, &extra) != 0)
+        goto out;
+    if (v.flags & REC_ENCRYPTED) {
+        rc = 1;
+        goto out;
+    }
+    if (seal_seal(seal_node_key(), v.payload, v.payload_len, &sealed) < 0)
+        goto out;
+    char txn[512];
+    size_t tl = record_txn_text(&v, txn, sizeof txn);
+    record_in in = {
+        .txn = txn,
+        .txn_len = tl,
+        .txn_producer = (v.flags & REC_TXN_PRODUCER) != 0,
+        .trace = v.trace,
+        .producer = v.producer,
+        .producer_len = v.producer_len,
+        .payload = sealed.data,
+        .payload_len = sealed.len,
+        .encrypted = 1,
+    };
+    rc = record_encode(out, &in);
+out:
+    buf_free(&seg);
+    buf_free(&sealed);
+    return rc;
 }
 
 /* ---- SQL ---- */
@@ -273,16 +326,23 @@ static void p_array(timer_params *p, pgarray *a)
     p_bin(p, a->b.data, a->b.len);
 }
 
+/* A record's first byte is its flags (8 = sealed): a plaintext record for a queue with
+ * encryptionEnabled stops the whole insert (one statement, one snapshot: a configure that
+ * commits meanwhile is caught by the firing round instead, timers_fire_v2). */
 const char TIMER_CREATE_SQL[] =
-    "WITH ins AS ("
+    "WITH u AS (SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[],"
+    "  $8::bool[], $9::uuid[], $10::int4[], $11::bytea[]) WITH ORDINALITY AS u(id, q, p, fa, dl, txn, prod, tr, b, rec, i)),"
+    " bad AS (SELECT u.i FROM u JOIN queen.queues x ON x.tenant_id = $1::uuid AND x.name = u.q"
+    "  WHERE coalesce((x.options->>'encryptionEnabled')::boolean, false) AND get_byte(u.rec, 0) & 8 = 0),"
+    " ins AS ("
     " INSERT INTO queen.log_timers (id, tenant_id, queue, partition, fire_at, txn_id, txn_producer, trace_id,"
     "  payload_bytes, record, created_at)"
     " SELECT u.id, $1::uuid, u.q, u.p, coalesce(u.fa, queen.now_us() + u.dl), u.txn, u.prod, u.tr, u.b, u.rec,"
     "  queen.now_us()"
-    " FROM unnest($2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::bool[], $9::uuid[],"
-    "  $10::int4[], $11::bytea[]) AS u(id, q, p, fa, dl, txn, prod, tr, b, rec)"
+    " FROM u WHERE NOT EXISTS (SELECT 1 FROM bad)"
     " RETURNING id, fire_at) "
-    "SELECT id, fire_at, fire_at - queen.now_us() FROM ins ORDER BY id";
+    "SELECT id, fire_at, fire_at - queen.now_us(), NULL::int8 FROM ins "
+    "UNION ALL SELECT NULL::uuid, NULL::int8, NULL::int8, i FROM bad ORDER BY 1, 4";
 
 void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int n, const char *producer,
                          size_t producer_len, timer_params *p)
@@ -341,8 +401,20 @@ const char TIMER_LIST_SQL[] =
 const char TIMER_CANCEL_SQL[] =
     "DELETE FROM queen.log_timers x WHERE x.tenant_id = $1::uuid AND x.id = $2::uuid RETURNING x.id";
 
-const char TIMER_FIRE_SQL[] = "SELECT o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us "
-                              "FROM queen.timers_fire_v1($1::int4, $2::int8, $3::int8)";
+const char TIMER_FIRE_SQL[] = "SELECT o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us, o_unsealed "
+                              "FROM queen.timers_fire_v2($1::int4, $2::int8, $3::int8)";
+
+const char TIMER_UNSEALED_SQL[] =
+    "SELECT t.id, t.record FROM queen.log_timers t JOIN queen.queues q ON q.tenant_id = t.tenant_id AND q.name = t.queue "
+    "WHERE t.fire_at <= queen.now_us() + 2000000 AND get_byte(t.record, 0) & 8 = 0 "
+    "AND coalesce((q.options->>'encryptionEnabled')::boolean, false) ORDER BY t.fire_at, t.id LIMIT $1::int8";
+
+/* Rows are locked in id order, skipping those a firing round holds (lock space 1). */
+const char TIMER_RESEAL_SQL[] =
+    "WITH u AS (SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::bytea[]) AS u(id, old, rec)), "
+    "l AS (SELECT x.id FROM queen.log_timers x WHERE x.id IN (SELECT id FROM u) ORDER BY x.id FOR UPDATE SKIP LOCKED) "
+    "UPDATE queen.log_timers x SET record = u.rec FROM u "
+    "WHERE x.id = u.id AND x.id IN (SELECT id FROM l) AND x.record = u.old";
 
 void timer_get_params(const uint8_t tenant[16], const uuid *id, timer_params *p)
 {

@@ -64,6 +64,7 @@ typedef struct timer_spec {
     uint8_t trace[16];
     int64_t fire_at_us;      /* absolute (fireAt), when delay_us < 0 */
     int64_t delay_us;        /* relative (delayMs) on the database's clock, or -1 */
+    int seal;                /* seal the payload under the node's key (its queue is encrypted) */
 } timer_spec;
 
 /* Parses one timer object: queue, partition?, payload?, fireAt (ISO-8601 string or µs) or
@@ -72,8 +73,13 @@ int timer_parse(const json_doc *d, int obj, arena *ar, timer_spec *out, char *er
 /* The body of POST /api/v1/timers: one timer object, or {"items": [timer, ...]}. */
 int timer_parse_request(const json_doc *d, arena *ar, timer_spec **specs, int *n, int *is_batch, char *err,
                         size_t errlen);
-/* Appends the timer's encoded record (src/storage/record.h, no segment version byte). */
+/* Appends the timer's encoded record (src/storage/record.h, no segment version byte), its
+ * payload sealed under the node's key when s->seal. -1 when sealing fails (no key). */
 int timer_encode_record(const timer_spec *s, const char *producer, size_t producer_len, buf *out);
+/* The same record with its payload sealed: rec is a stored timer record (no version byte);
+ * appends the sealed copy to out. 0; 1 when it is sealed already (nothing appended); -1 when
+ * it cannot be decoded or there is no key. */
+int timer_reseal_record(const uint8_t *rec, size_t len, buf *out);
 
 /* Parameters of one statement (values point into it). */
 typedef struct timer_params {
@@ -88,7 +94,10 @@ typedef struct timer_params {
 void timer_params_free(timer_params *p);
 
 /* Creates timers; answers id, fire_at, fire_at minus the database's now (µs), in id order,
- * which is the order of the specs (UUIDv7 ids made in order). */
+ * which is the order of the specs (UUIDv7 ids made in order). When a plaintext record is
+ * headed for a queue with encryptionEnabled it creates none and answers, instead, one row per
+ * such timer with only the fourth column set: its 1-based index among the specs (the caller
+ * seals those and sends again; docs/encryption.md). */
 extern const char TIMER_CREATE_SQL[];
 void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int n, const char *producer,
                          size_t producer_len, timer_params *p);
@@ -111,8 +120,16 @@ int timer_row_json(buf *b, const struct pg_result *res, int row);
  * cancelled before, or never existed. */
 extern const char TIMER_CANCEL_SQL[];
 
-/* One firing round: o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us. */
+/* One firing round: o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us, o_unsealed
+ * (plaintext timers of encrypted queues it left for sealing). */
 extern const char TIMER_FIRE_SQL[];
+/* Sealing in place the plaintext timers of encrypted queues a round left: the select (id,
+ * record; due within two seconds; binary results; $1 = how many) and the update ($1 ids,
+ * $2 the records as read, $3 the sealed records: a row changed meanwhile is left alone;
+ * rows locked by a round are skipped). */
+#define TIMER_SEAL_BATCH 500
+extern const char TIMER_UNSEALED_SQL[];
+extern const char TIMER_RESEAL_SQL[];
 
 /* ---- the firing job ---- */
 typedef struct timer_metrics {
@@ -122,6 +139,7 @@ typedef struct timer_metrics {
     mcounter duplicates;     /* timers whose producer transactionId was already pushed */
     mcounter rounds;         /* rounds that fired at least one timer */
     mcounter round_failures;
+    mcounter sealed;         /* plaintext timers this node sealed in place before they fired */
     mhist lag_seconds;       /* per round that fired: the largest delay past fireAt */
 } timer_metrics;
 

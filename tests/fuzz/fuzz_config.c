@@ -3,7 +3,8 @@
  * Input: lines "NAME=VALUE" separated by '\n' (a line without '=' is ignored). The injected
  * getenv answers from them (first match wins). config_load must never crash; it returns 0 with
  * a sane config, or -1 with one boot line starting "ERROR boot: FATAL: ". When it builds a
- * libpq conninfo from PG_*, the conninfo must parse back (libpq quoting) to the given values. */
+ * libpq conninfo from PG_*, the conninfo must parse back (libpq quoting) to the given values.
+ * A bad QUEEN_ENCRYPTION_KEY's line shows its length, never its value. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -154,7 +155,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
         CHECK(strlen(err) < sizeof err);
+        /* the encryption key is never shown: only its length */
+        static const char kline[] = "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=";
+        if (strncmp(err, kline, sizeof kline - 1) == 0)
+            CHECK(err[sizeof kline - 1] == '<' && strstr(err, " characters, not shown> ") != NULL);
     } else {
+        CHECK(c.has_encryption_key == (given("QUEEN_ENCRYPTION_KEY", NULL) != NULL));
+        CHECK(c.encryption_key_text == NULL);
         CHECK(c.host && c.data_dir && c.node_id);
         CHECK(c.port >= 1 && c.port <= 65535);
         CHECK(c.log_level >= LOG_TRACE && c.log_level <= LOG_ERROR);

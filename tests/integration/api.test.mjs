@@ -6,7 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { get, post, rmrf, startQueen } from './harness.mjs';
 
 let node;
-before(async () => { node = await startQueen(); });
+// with a key: configuring encryptionEnabled is refused on a node that has none (encryption.test.mjs)
+before(async () => { node = await startQueen({ env: { QUEEN_ENCRYPTION_KEY: '00'.repeat(32) } }); });
 after(async () => { if (node) { await node.stop(); rmrf(node.data); } });
 
 const DEFAULTS = {

@@ -738,6 +738,46 @@ static void test_cfg_raw(void **state)
     assert_null(cfg_raw(&s3_rows[0], env_get, NULL));
 }
 
+/* QUEEN_ENCRYPTION_KEY: hex or base64 of 32 bytes; a bad value stops the boot with one line
+ * that gives its length and never its characters. */
+static void test_encryption_key(void **state)
+{
+    (void)state;
+    queen_config c;
+    ENV("HOSTNAME", "h");
+    load_ok(&c);
+    assert_int_equal(c.has_encryption_key, 0);
+    config_free(&c);
+    ENV("HOSTNAME", "h", "QUEEN_ENCRYPTION_KEY", "   ");
+    load_ok(&c);
+    assert_int_equal(c.has_encryption_key, 0);
+    config_free(&c);
+    static const char *const good[] = {"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+                                       "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+                                       "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ENV("HOSTNAME", "h", "QUEEN_ENCRYPTION_KEY", good[i]);
+        load_ok(&c);
+        assert_int_equal(c.has_encryption_key, 1);
+        for (int j = 0; j < 32; j++)
+            assert_int_equal(c.encryption_key.key[j], j);
+        assert_null(c.encryption_key_text); /* the text is not kept */
+        config_free(&c);
+    }
+    ENV("HOSTNAME", "h", "QUEEN_ENCRYPTION_KEY", "hunter2!hunter2");
+    load_fails(FATAL "QUEEN_ENCRYPTION_KEY=<15 characters, not shown> is not 64 hex digits or the base64 of 32 "
+                     "bytes: it has 15 characters, not all of them hex digits or base64. It is the AES-256-GCM key "
+                     "that seals the payloads of queues with encryptionEnabled; every node needs the same one");
+    ENV("HOSTNAME", "h", "QUEEN_ENCRYPTION_KEY", "000102030405060708090a0b0c0d0e0f");
+    load_fails(FATAL "QUEEN_ENCRYPTION_KEY=<32 characters, not shown> is not 64 hex digits or the base64 of 32 "
+                     "bytes: it has 32 characters and decodes as base64 to 24 bytes. It is the AES-256-GCM key "
+                     "that seals the payloads of queues with encryptionEnabled; every node needs the same one");
+    assert_null(strstr(g_err, "000102030405"));
+    /* an earlier bad value is the one named */
+    ENV("HOSTNAME", "h", "PORT", "0", "QUEEN_ENCRYPTION_KEY", "short");
+    load_fails(FATAL "PORT=0 is outside 1..=65535. It is the TCP port the HTTP API listens on");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_cfg_parse_required),
         cmocka_unit_test(test_cfg_parse_values),
         cmocka_unit_test(test_cfg_raw),
+        cmocka_unit_test(test_encryption_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 #include <cmocka.h>
 
 #include "core/util.h"
+#include "crypto/seal.h"
+#include "storage/payload.h"
 #include "storage/record.h"
 #include "timers/timers.h"
 
@@ -235,6 +237,80 @@ static void test_record(void **state)
 }
 
 /* The create statement's parameters: eleven, binary, NULL fire_at for a delay and vice versa. */
+/* A timer of an encrypted queue is sealed when made (s->seal), and a plaintext one can be
+ * sealed later in place (timer_reseal_record): the same record but its payload. */
+static void test_sealed_records(void **state)
+{
+    (void)state;
+    seal_key k;
+    char err[200];
+    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &k, err,
+                                    sizeof err),
+                     0);
+    parsed p;
+    parse(&p, "{\"queue\":\"q\",\"delayMs\":5,\"transactionId\":\"t-9\",\"traceId\":"
+              "\"0190c2d4-0000-7000-8000-000000000001\",\"payload\":{\"total\":42.00}}");
+    assert_int_equal(p.rc, 0);
+    buf plain, rec, seg, out;
+    buf_init(&plain, 0);
+    buf_init(&rec, 0);
+    buf_init(&seg, 0);
+    buf_init(&out, 0);
+    /* sealing needs the node key */
+    seal_set_node_key(NULL);
+    p.specs[0].seal = 1;
+    assert_int_equal(timer_encode_record(&p.specs[0], "alice", 5, &rec), -1);
+    seal_set_node_key(&k);
+    assert_int_equal(timer_encode_record(&p.specs[0], "alice", 5, &rec), 0);
+    assert_null(memmem(rec.data, rec.len, "42.00", 5));
+    assert_true((uint8_t)rec.data[0] & REC_ENCRYPTED);
+    /* sealed already: nothing to do */
+    assert_int_equal(timer_reseal_record((const uint8_t *)rec.data, rec.len, &out), 1);
+    assert_int_equal(out.len, 0);
+
+    p.specs[0].seal = 0;
+    assert_int_equal(timer_encode_record(&p.specs[0], "alice", 5, &plain), 0);
+    assert_false((uint8_t)plain.data[0] & REC_ENCRYPTED);
+    assert_int_equal(timer_reseal_record((const uint8_t *)plain.data, plain.len, &out), 0);
+    assert_null(memmem(out.data, out.len, "42.00", 5));
+    segment_begin(&seg);
+    buf_append(&seg, out.data, out.len);
+    seg_reader sr;
+    record_view v;
+    assert_int_equal(seg_reader_init(&sr, (const uint8_t *)seg.data, seg.len, 0, 1), 0);
+    assert_int_equal(seg_reader_next(&sr, &v), 1);
+    assert_int_equal(seg_reader_next(&sr, &(record_view){0}), 0);
+    assert_int_equal(v.flags, REC_ENCRYPTED | REC_TXN_PRODUCER | REC_TRACE | REC_PRODUCER);
+    char txt[64];
+    assert_int_equal(record_txn_text(&v, txt, sizeof txt), 3);
+    assert_memory_equal(txt, "t-9", 3);
+    assert_int_equal(v.producer_len, 5);
+    buf json;
+    buf_init(&json, 0);
+    record_payload_json(&json, &v);
+    assert_string_equal(buf_cstr(&json), "{\"total\":42.00}");
+    buf_free(&json);
+    /* a server transactionId (16 bytes stored) survives the re-encoding */
+    parsed_free(&p);
+    parse(&p, "{\"queue\":\"q\",\"delayMs\":5}");
+    buf_reset(&plain);
+    buf_reset(&out);
+    assert_int_equal(timer_encode_record(&p.specs[0], NULL, 0, &plain), 0);
+    assert_int_equal(timer_reseal_record((const uint8_t *)plain.data, plain.len, &out), 0);
+    assert_true((uint8_t)out.data[0] & REC_TXN_UUID);
+    assert_int_equal(out.len, plain.len + SEAL_OVERHEAD);
+    /* not a record, or no key: -1 */
+    assert_int_equal(timer_reseal_record((const uint8_t *)"\xff", 1, &out), -1);
+    assert_int_equal(timer_reseal_record((const uint8_t *)plain.data, plain.len - 1, &out), -1);
+    seal_set_node_key(NULL);
+    assert_int_equal(timer_reseal_record((const uint8_t *)plain.data, plain.len, &out), -1);
+    buf_free(&plain);
+    buf_free(&rec);
+    buf_free(&seg);
+    buf_free(&out);
+    parsed_free(&p);
+}
+
 static void test_create_params(void **state)
 {
     (void)state;
@@ -260,7 +336,7 @@ int main(void)
         cmocka_unit_test(test_single_defaults), cmocka_unit_test(test_fire_at_forms),
         cmocka_unit_test(test_delay_bounds),    cmocka_unit_test(test_fields),
         cmocka_unit_test(test_batches),         cmocka_unit_test(test_record),
-        cmocka_unit_test(test_create_params),
+        cmocka_unit_test(test_create_params),   cmocka_unit_test(test_sealed_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
