@@ -13,6 +13,11 @@
 #include "storage/logread.h"
 
 #define TICK_MS 1000
+/* A round skips partitions a group commit holds (queen.retention_v1 never waits for a
+ * producer) and names them as rows of kind 'busy'; the rounds that follow such a round run at
+ * the next tick instead of a whole period later, this many in a row at most, so a partition
+ * pushed to all the time is still caught between two commits. */
+#define BUSY_RETRIES 10
 
 typedef struct deleted_counter {
     char *tenant;
@@ -30,6 +35,7 @@ struct retention {
     int64_t retention_ms, eviction_ms;
     uint64_t next_retention, next_eviction;
     int run_retention, run_eviction;
+    int busy_rounds;
     char limit[16];
     char cleanup_us[24];
     int64_t cleanup_days;
@@ -75,10 +81,16 @@ static void on_round(db_req *d)
 {
     retention *r = d->arg;
     r->busy = 0;
-    int segments = 0;
+    int segments = 0, busy = 0;
     if (d->err == DB_OK && d->res[0]) {
         int rows = PQntuples(d->res[0]);
         for (int i = 0; i < rows; i++) {
+            if (strcmp(PQgetvalue(d->res[0], i, 3), "busy") == 0) {
+                busy += atoi(PQgetvalue(d->res[0], i, 4));
+                log_debug("retention", "queue %s: %s partitions busy, left for the next round",
+                          PQgetvalue(d->res[0], i, 2), PQgetvalue(d->res[0], i, 4));
+                continue;
+            }
             segments += atoi(PQgetvalue(d->res[0], i, 4));
             uint64_t recs = (uint64_t)atoll(PQgetvalue(d->res[0], i, 5));
             count(r, PQgetvalue(d->res[0], i, 1), PQgetvalue(d->res[0], i, 2), PQgetvalue(d->res[0], i, 3), recs);
@@ -100,8 +112,16 @@ static void on_round(db_req *d)
         uv_close((uv_handle_t *)&r->timer, on_closed);
         return;
     }
-    /* a full round means more is waiting: go again now; otherwise wait for the next period */
-    if (segments >= atoi(r->limit)) {
+    /* a full round means more is waiting: go again now; so does a round that skipped busy
+     * partitions (a few times in a row); otherwise wait for the next period */
+    int again = segments >= atoi(r->limit);
+    if (busy > 0 && r->busy_rounds < BUSY_RETRIES) {
+        r->busy_rounds++;
+        again = 1;
+    } else {
+        r->busy_rounds = 0; /* the next period's round starts a fresh series */
+    }
+    if (again) {
         r->next_retention = r->run_retention ? 0 : r->next_retention;
         r->next_eviction = r->run_eviction ? 0 : r->next_eviction;
     }

@@ -1,7 +1,9 @@
 /* retention.h — the background job that deletes old records (retentionSeconds,
  * completedRetentionSeconds, maxWaitTimeSeconds) by whole segments. Every node runs it; a
  * try-lock in queen.retention_v1 lets one node work at a time. A round deletes at most
- * RETENTION_BATCH_SIZE segments and commits; a full round is followed by another at once. */
+ * RETENTION_BATCH_SIZE segments and commits; a full round is followed by another at once. A
+ * round skips partitions a push holds instead of waiting; a round that skipped some is followed
+ * by another at the next tick (up to BUSY_RETRIES in a row). */
 #ifndef QUEEN_STORAGE_RETENTION_H
 #define QUEEN_STORAGE_RETENTION_H
 
