@@ -400,7 +400,10 @@ static uint64_t step_claim(s3_qtask *t, s3_worker *w)
             log_info(S3_LOG, "queue=%s is held by %s", t->queue, parsed ? ld.instance : "unknown");
         t->claim_at_ms = 0;
         set_state(t, Q_HELD);
-        delay = (uint64_t)n->k.lease_ttl_ms / 3;
+        /* a node below its share looks again every third of a TTL, one at its share once a TTL */
+        int held_here, share;
+        sink_share(t->sink, &held_here, &share);
+        delay = (uint64_t)n->k.lease_ttl_ms / (held_here < share ? 3 : 1);
         goto out;
     }
     kv_op claim;
@@ -413,11 +416,26 @@ static uint64_t step_claim(s3_qtask *t, s3_worker *w)
         /* a free queue: wait a second per queue this node already runs, so the least loaded
          * node claims first */
         uint64_t now_ms = mono_ms();
+        if (now_ms < t->cooldown_until_ms) {
+            /* given back by this node: the others' first */
+            delay = t->cooldown_until_ms - now_ms;
+            if (delay > (uint64_t)n->k.lease_ttl_ms / 3)
+                delay = (uint64_t)n->k.lease_ttl_ms / 3;
+            goto out;
+        }
         if (t->claim_at_ms == 0) {
             uint64_t held = node_held_count(n);
-            t->claim_at_ms = now_ms + held * S3_CLAIM_STEP_MS + (uint64_t)(rand() % S3_CLAIM_JITTER_MS);
-            if (held > 0) {
-                set_state(t, Q_CLAIMING);
+            uint64_t step = held * S3_CLAIM_STEP_MS;
+            if (step > (uint64_t)n->k.lease_ttl_ms / 2)
+                step = (uint64_t)n->k.lease_ttl_ms / 2;
+            /* at its share, a node lets the nodes below theirs claim first */
+            int held_here, share;
+            sink_share(t->sink, &held_here, &share);
+            if (share > 0 && held_here >= share)
+                step += (uint64_t)n->k.lease_ttl_ms;
+            t->claim_at_ms = now_ms + step + (uint64_t)(rand() % S3_CLAIM_JITTER_MS);
+            if (step > 0) {
+                set_state(t, t->state == Q_RELEASED ? Q_RELEASED : Q_CLAIMING);
                 delay = t->claim_at_ms - now_ms;
                 goto out;
             }
@@ -1320,7 +1338,32 @@ static uint64_t step_restore(s3_qtask *t, s3_worker *w)
 
 /* ---- filling ---- */
 
+static uint64_t release_lease_as(s3_qtask *t, s3_worker *w, enum qstate end);
+
 static uint64_t release_lease(s3_qtask *t, s3_worker *w)
+{
+    return release_lease_as(t, w, Q_DRAINED);
+}
+
+/* Gives the queue back to even out the shares: drained like a stop, then left to the other
+ * nodes for two TTLs. */
+static uint64_t give_back(s3_qtask *t, s3_worker *w)
+{
+    uint64_t d = release_lease_as(t, w, Q_RELEASED);
+    if (t->state != Q_RELEASED)
+        return d; /* still retrying the release */
+    s3_node *n = t->node;
+    t->cooldown_until_ms = mono_ms() + 2 * (uint64_t)n->k.lease_ttl_ms;
+    mc_add(&n->given_back, 1);
+    pthread_mutex_lock(&n->mu);
+    t->give_back = 0;
+    t->sink->gave_back_at_ms = mono_ms();
+    pthread_mutex_unlock(&n->mu);
+    log_info(S3_LOG, "queue=%s given back to even out the shares", t->queue);
+    return (uint64_t)n->k.lease_ttl_ms / 3;
+}
+
+static uint64_t release_lease_as(s3_qtask *t, s3_worker *w, enum qstate end)
 {
     if (t->release_deadline_ms == 0)
         t->release_deadline_ms = mono_ms() + S3_RELEASE_BUDGET_MS;
@@ -1341,7 +1384,8 @@ static uint64_t release_lease(s3_qtask *t, s3_worker *w)
             log_info(S3_LOG, "queue=%s: lease given back", t->queue);
         }
     }
-    drop_queue(t, Q_DRAINED);
+    t->release_deadline_ms = 0;
+    drop_queue(t, end);
     return UINT64_MAX;
 }
 
@@ -1350,6 +1394,9 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
     s3_node *n = t->node;
     s3_sink *s = t->sink;
     int stopping = atomic_load(&n->stopping);
+    pthread_mutex_lock(&n->mu);
+    int giving = t->give_back;
+    pthread_mutex_unlock(&n->mu);
     if (t->unsure && resync(t, w) < 0) {
         sink_set_error(t, "%s", w->db.err);
         return backoff(t);
@@ -1380,7 +1427,8 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
     if (ceiling > t->w.ceiling || t->w.ceiling == 0)
         t->w.ceiling = ceiling;
     int more = 0;
-    if (!stopping) {
+    int draining = stopping || giving;
+    if (!draining) {
         int64_t limit = s3_window_read_limit(&t->w, s->c.align);
         if (limit > t->w.read_to) {
             int r = read_slice(t, w, limit);
@@ -1394,7 +1442,7 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
         .max_window_us = s->c.max_window_ms * 1000,
         .align = s->c.align,
         .memory_pressure = node_memory_pressure(n, t),
-        .draining = stopping,
+        .draining = draining,
     };
     int64_t ts, te;
     enum s3_close why = s3_window_decide(&t->w, &rules, &ts, &te);
@@ -1407,6 +1455,8 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
     }
     if (stopping)
         return release_lease(t, w);
+    if (giving)
+        return give_back(t, w);
     t->backoff_ms = S3_BACKOFF_MIN_MS;
     if (more)
         return 0;

@@ -216,6 +216,66 @@ uint64_t node_held_count(s3_node *n)
     return held;
 }
 
+void sink_share(s3_sink *s, int *held, int *share)
+{
+    s3_node *n = s->node;
+    pthread_mutex_lock(&n->mu);
+    int h = 0;
+    for (int i = 0; i < n->ntasks; i++)
+        if (n->tasks[i]->sink == s && n->tasks[i]->st.owned)
+            h++;
+    *held = h;
+    *share = s->share > 0 ? s->share : 1 << 30;
+    pthread_mutex_unlock(&n->mu);
+}
+
+/* Placement (spec "The queues spread over the nodes by themselves"): the fair share is
+ * ceil(queues / nodes); a node that has held more than its share for a whole TTL gives back
+ * one queue at a time, the one with the least buffered, after draining it as a stop would,
+ * and the next only once another node holds the last one (or a TTL passed). Keeper thread. */
+static void rebalance(s3_node *n, s3_sink *s)
+{
+    uint64_t now = mono_ms();
+    uint64_t ttl = (uint64_t)n->k.lease_ttl_ms;
+    pthread_mutex_lock(&n->mu);
+    int queues = 0, held = 0;
+    s3_qtask *least = NULL, *giving = NULL;
+    for (int i = 0; i < n->ntasks; i++) {
+        s3_qtask *t = n->tasks[i];
+        if (t->sink != s || t->st.state == Q_MISSING)
+            continue;
+        queues++;
+        if (s->giving_back[0] && strcmp(t->queue, s->giving_back) == 0)
+            giving = t;
+        if (!t->st.owned)
+            continue;
+        held++;
+        if (t->st.state == Q_FILLING && !t->give_back && (!least || t->st.buffered < least->st.buffered))
+            least = t;
+    }
+    int nodes = s->nodes > 0 ? s->nodes : 1;
+    s->share = queues ? (queues + nodes - 1) / nodes : 0;
+    if (s->giving_back[0] && (!giving || giving->st.state == Q_HELD ||
+                              (!giving->give_back && now - s->gave_back_at_ms > ttl)))
+        s->giving_back[0] = '\0';
+    if (s->share > 0 && held > s->share && !atomic_load(&n->stopping)) {
+        if (!s->over_share_since_ms) {
+            s->over_share_since_ms = now;
+        } else if (now - s->over_share_since_ms >= ttl && !s->giving_back[0] && least) {
+            least->give_back = 1;
+            least->due_ms = now;
+            snprintf(s->giving_back, sizeof s->giving_back, "%s", least->queue);
+            s->gave_back_at_ms = now;
+            log_info(S3_LOG, "holding %d queues, more than the share of %d (%d queues, %d nodes): giving back %s", held,
+                     s->share, queues, nodes, least->queue);
+            pthread_cond_broadcast(&n->cv);
+        }
+    } else {
+        s->over_share_since_ms = 0;
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
 int node_memory_pressure(s3_node *n, const s3_qtask *t)
 {
     uint64_t limit = (uint64_t)n->k.memory_mb << 20;
@@ -442,6 +502,8 @@ static void *keeper_main(void *arg)
                 presence(n, s, &db, 0);
                 s->next_presence_ms = now + (uint64_t)n->k.lease_ttl_ms / 3;
             }
+            if (state == 1)
+                rebalance(n, s);
         }
         /* lease refreshes */
         pthread_mutex_lock(&n->mu);
@@ -662,14 +724,13 @@ static void queue_json(buf *b, const s3_qtask *t)
 static void sink_json(buf *b, s3_node *n, s3_sink *s)
 {
     uint64_t now = mono_ms();
-    int held = 0, queues = 0, running = 0;
+    int held = 0, running = 0;
     const s3_qtask *stale = NULL;
     int64_t stale_ms = 0, limit = limit_ms_of(s);
     for (int i = 0; i < n->ntasks; i++) {
         const s3_qtask *t = n->tasks[i];
         if (t->sink != s)
             continue;
-        queues++;
         if (t->st.owned) {
             held++;
             running++;
@@ -731,9 +792,17 @@ static void sink_json(buf *b, s3_node *n, s3_sink *s)
         buf_printf(b, ",\"staleMs\":%lld,\"limitMs\":%lld}", (long long)stale_ms, (long long)limit);
     }
     int nodes = s->nodes > 0 ? s->nodes : 1;
-    int share = queues ? (queues + nodes - 1) / nodes : 0;
-    buf_printf(b, ",\"placement\":{\"givingBack\":null,\"held\":%d,\"nodes\":%d,\"queues\":%d,\"share\":%d}", held,
-               nodes, queues, share);
+    int placed = 0;
+    for (int i = 0; i < n->ntasks; i++)
+        if (n->tasks[i]->sink == s && n->tasks[i]->st.state != Q_MISSING)
+            placed++;
+    int share = placed ? (placed + nodes - 1) / nodes : 0;
+    buf_puts(b, ",\"placement\":{\"givingBack\":");
+    if (s->giving_back[0])
+        jw_cstr(b, s->giving_back);
+    else
+        buf_puts(b, "null");
+    buf_printf(b, ",\"held\":%d,\"nodes\":%d,\"queues\":%d,\"share\":%d}", held, nodes, placed, share);
     uint64_t buffered = 0;
     for (int i = 0; i < n->ntasks; i++)
         if (n->tasks[i]->sink == s)

@@ -99,6 +99,10 @@ struct s3_sink {
     char bucket_error[1100];
     int64_t bucket_checked_ms;
     int nodes;                /* live presence rows (this node included once it wrote its own) */
+    int share;                /* ceil(queues / nodes), as the keeper last computed it */
+    char giving_back[256];    /* the queue being given back to even out the shares, or "" */
+    uint64_t over_share_since_ms; /* monotonic: since when this node holds more than its share */
+    uint64_t gave_back_at_ms;
     s3_req_slot req[S3_REQ_SLOTS];
     int nreq;
     /* keeper-private */
@@ -179,6 +183,7 @@ struct s3_qtask {
     uint64_t due_ms;
     int running;
     int finished;
+    int give_back;              /* the keeper asks the task to drain and release (rebalancing) */
     s3_qstatus st;
     /* lease, under lease_mu */
     pthread_mutex_t lease_mu;
@@ -212,6 +217,7 @@ struct s3_qtask {
     int backoff_ms;
     uint64_t claim_at_ms;       /* pacing of a claim of a free queue; 0 = not waiting */
     uint64_t release_deadline_ms;
+    uint64_t cooldown_until_ms; /* a queue this node gave back is left to the others until then */
     uint64_t last_ckpt_k;
 };
 
@@ -258,6 +264,8 @@ s3_client *worker_client(s3_worker *w, s3_sink *s);
 void sink_status_update(s3_qtask *t); /* copies the task's private state into t->st */
 void sink_set_error(s3_qtask *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t node_held_count(s3_node *n);
+/* This sink's share state for a claim: *held (queues it holds here) and *share. */
+void sink_share(s3_sink *s, int *held, int *share);
 int node_memory_pressure(s3_node *n, const s3_qtask *t);
 void sink_observe_request(void *arg, const char *op, long status);
 

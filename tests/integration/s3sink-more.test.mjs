@@ -379,3 +379,71 @@ describe('encrypted queues', () => {
     assert.ok(text.includes('"payload":{"secret":17.50}'), text);
   });
 });
+
+describe('placement: the queues spread over the nodes', () => {
+  let pg;
+  let s3;
+  const nodes = [];
+  before(async () => {
+    pg = await startPostgres();
+    s3 = await startS3();
+  });
+  after(async () => {
+    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    if (s3) await s3.stop();
+    if (pg) pg.destroy();
+  });
+  const QUEUES = ['q1', 'q2', 'q3', 'q4'];
+  const env = (id) => ({ ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: QUEUES.join(',') }), QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: id });
+  const placement = async (node) => (await s3Status(node)).sinks[0].placement;
+  const metric = async (node, name) => {
+    const m = new RegExp(`^${name} (\\d+)$`, 'm').exec((await get(node.url, '/metrics/prometheus')).text);
+    return m ? Number(m[1]) : null;
+  };
+
+  test('a node that joins gets its share; the one above it gives queues back one at a time; then nothing moves', async () => {
+    const a = await startQueen({ env: env('node-a') });
+    nodes.push(a);
+    let n = 0;
+    const pushAll = async (node) => {
+      for (const q of QUEUES) assert.equal((await post(node.url, '/api/v1/push', { items: [{ queue: q, partition: `p${n % 2}`, payload: { n: n++ } }] })).status, 201);
+    };
+    await pushAll(a);
+    await waitFor('node-a holds every queue', async () => (await placement(a)).held === 4, 40000, a);
+    const b = await startQueen({ env: env('node-b') });
+    nodes.push(b);
+    const pusher = setInterval(() => { pushAll(a).catch(() => {}); }, 700);
+    try {
+      await waitFor('two queues each', async () => {
+        const pa = await placement(a);
+        const pb = await placement(b);
+        return pa.held === 2 && pb.held === 2 && pa.nodes === 2 && pb.share === 2 && pa.givingBack === null;
+      }, 60000, a);
+      assert.equal(await metric(a, 'queen_s3_queues_given_back_total'), 2);
+      assert.match(a.log, /giving back q\d/);
+      // steady state: nothing moves for two more TTLs
+      await sleep(6500);
+      const [pa, pb] = [await placement(a), await placement(b)];
+      assert.deepEqual([pa.held, pb.held], [2, 2]);
+      assert.equal(await metric(a, 'queen_s3_queues_given_back_total'), 2);
+      assert.equal(await metric(b, 'queen_s3_queues_given_back_total'), 0);
+    } finally {
+      clearInterval(pusher);
+    }
+    await sleep(300);
+    const pushed = n;
+    await waitFor('every record in the lake', async () => {
+      let all = 0;
+      for (const q of QUEUES) all += (await lake(s3, q)).length;
+      return all >= pushed;
+    }, 60000, a);
+    let all = 0;
+    for (const q of QUEUES) {
+      const recs = await lake(s3, q);
+      const ids = recs.map((r) => `${r.partition}/${r.offset}`);
+      assert.equal(new Set(ids).size, ids.length, `${q}: no record twice`);
+      all += recs.length;
+    }
+    assert.equal(all, pushed);
+  });
+});
