@@ -140,44 +140,62 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
     snprintf(a[3], sizeof a[3], "%lld", (long long)budget);
     snprintf(a[4], sizeof a[4], "%lld", (long long)align_us);
     const char *vals[5] = {a[0], a[1], a[2], a[3], a[4]};
-    PGresult *r = run(d, "reading the log",
-                      "SELECT kind, name, puuid, start_offset, next_offset, base_offset, ts, record_count, data "
-                      "FROM queen.sink_slice_v1($1::int8, $2::int8, $3::int8, $4::int8, $5::int8)",
-                      5, vals, NULL, NULL);
-    if (!r)
+    /* single-row mode: a slice can be a target's worth of segments, and each row is copied
+     * into the window's buffer as it arrives instead of holding the whole result as well */
+    if (sinkdb_ensure(d) < 0)
         return -1;
-    int rows = PQntuples(r);
+    static const char sql[] = "SELECT kind, name, puuid, start_offset, next_offset, base_offset, ts, record_count, data "
+                              "FROM queen.sink_slice_v1($1::int8, $2::int8, $3::int8, $4::int8, $5::int8)";
+    if (!PQsendQueryParams(d->c, sql, 5, NULL, vals, NULL, NULL, 1)) {
+        set_err(d, "reading the log", PQerrorMessage(d->c));
+        PQfinish(d->c);
+        d->c = NULL;
+        return -1;
+    }
+    PQsetSingleRowMode(d->c);
     *end = to;
-    int rc = 0;
-    /* kind 0 first, then partitions, then segments: whatever order the rows come in */
-    for (int pass = 0; pass < 3 && rc == 0; pass++) {
-        for (int i = 0; i < rows; i++) {
-            int kind = (int)be_get32((const uint8_t *)PQgetvalue(r, i, 0));
-            if (pass == 0 && kind == 0) {
-                *end = col_i64(r, i, 6);
-            } else if (pass == 1 && kind == 2 && cb->on_part) {
+    int rc = 0, failed = 0;
+    PGresult *r;
+    /* rows come as the function returns them: kind 0, then the partitions, then the segments */
+    while ((r = PQgetResult(d->c)) != NULL) {
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_SINGLE_TUPLE && rc == 0) {
+            int kind = (int)be_get32((const uint8_t *)PQgetvalue(r, 0, 0));
+            if (kind == 0) {
+                *end = col_i64(r, 0, 6);
+            } else if (kind == 2 && cb->on_part) {
                 sinkdb_part p;
-                fill_part(r, i, &p);
+                fill_part(r, 0, &p);
                 cb->on_part(cb->arg, &p);
-            } else if (pass == 2 && kind == 1 && cb->on_seg) {
-                sinkdb_seg s;
-                s.name = PQgetvalue(r, i, 1);
-                s.name_len = (size_t)PQgetlength(r, i, 1);
-                s.uuid = (const uint8_t *)PQgetvalue(r, i, 2);
-                s.base_offset = col_i64(r, i, 5);
-                s.ts = col_i64(r, i, 6);
-                s.count = (uint32_t)be_get32((const uint8_t *)PQgetvalue(r, i, 7));
-                s.data = (const uint8_t *)PQgetvalue(r, i, 8);
-                s.data_len = (size_t)PQgetlength(r, i, 8);
-                if (cb->on_seg(cb->arg, &s)) {
+            } else if (kind == 1 && cb->on_seg) {
+                sinkdb_seg sg;
+                sg.name = PQgetvalue(r, 0, 1);
+                sg.name_len = (size_t)PQgetlength(r, 0, 1);
+                sg.uuid = (const uint8_t *)PQgetvalue(r, 0, 2);
+                sg.base_offset = col_i64(r, 0, 5);
+                sg.ts = col_i64(r, 0, 6);
+                sg.count = (uint32_t)be_get32((const uint8_t *)PQgetvalue(r, 0, 7));
+                sg.data = (const uint8_t *)PQgetvalue(r, 0, 8);
+                sg.data_len = (size_t)PQgetlength(r, 0, 8);
+                if (cb->on_seg(cb->arg, &sg)) {
                     set_err(d, "reading the log", "a segment could not be decoded");
-                    rc = -1;
-                    break;
+                    rc = -1; /* the rest of the answer is read and dropped */
                 }
             }
+        } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
+            const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+            set_err(d, "reading the log", msg ? msg : PQerrorMessage(d->c));
+            failed = 1;
         }
+        PQclear(r);
     }
-    PQclear(r);
+    if (failed) {
+        if (PQstatus(d->c) != CONNECTION_OK) {
+            PQfinish(d->c);
+            d->c = NULL;
+        }
+        return -1;
+    }
     return rc;
 }
 
