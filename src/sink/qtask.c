@@ -402,7 +402,7 @@ static uint64_t step_claim(s3_qtask *t, s3_worker *w)
         set_state(t, Q_HELD);
         /* a node below its share looks again every third of a TTL, one at its share once a TTL */
         int held_here, share;
-        sink_share(t->sink, &held_here, &share);
+        sink_share(t, &held_here, &share);
         delay = (uint64_t)n->k.lease_ttl_ms / (held_here < share ? 3 : 1);
         goto out;
     }
@@ -430,7 +430,7 @@ static uint64_t step_claim(s3_qtask *t, s3_worker *w)
                 step = (uint64_t)n->k.lease_ttl_ms / 2;
             /* at its share, a node lets the nodes below theirs claim first */
             int held_here, share;
-            sink_share(t->sink, &held_here, &share);
+            sink_share(t, &held_here, &share);
             if (share > 0 && held_here >= share)
                 step += (uint64_t)n->k.lease_ttl_ms;
             t->claim_at_ms = now_ms + step + (uint64_t)(rand() % S3_CLAIM_JITTER_MS);

@@ -216,16 +216,24 @@ uint64_t node_held_count(s3_node *n)
     return held;
 }
 
-void sink_share(s3_sink *s, int *held, int *share)
+void sink_share(const s3_qtask *me, int *held, int *share)
 {
+    s3_sink *s = me->sink;
     s3_node *n = s->node;
     pthread_mutex_lock(&n->mu);
-    int h = 0;
-    for (int i = 0; i < n->ntasks; i++)
-        if (n->tasks[i]->sink == s && n->tasks[i]->st.owned)
+    int h = 0, queues = 0;
+    for (int i = 0; i < n->ntasks; i++) {
+        const s3_qtask *t = n->tasks[i];
+        if (t->sink != s)
+            continue;
+        if (t->st.owned)
             h++;
+        if (t->st.state != Q_MISSING || t == me)
+            queues++;
+    }
+    int nodes = s->nodes > 0 ? s->nodes : 1;
     *held = h;
-    *share = s->share > 0 ? s->share : 1 << 30;
+    *share = (queues + nodes - 1) / nodes;
     pthread_mutex_unlock(&n->mu);
 }
 

@@ -264,8 +264,9 @@ s3_client *worker_client(s3_worker *w, s3_sink *s);
 void sink_status_update(s3_qtask *t); /* copies the task's private state into t->st */
 void sink_set_error(s3_qtask *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t node_held_count(s3_node *n);
-/* This sink's share state for a claim: *held (queues it holds here) and *share. */
-void sink_share(s3_sink *s, int *held, int *share);
+/* The share state of t's sink for a claim of t, computed now: *held (queues this node holds)
+ * and *share = ceil(existing queues / live nodes), t counted as existing. */
+void sink_share(const s3_qtask *t, int *held, int *share);
 int node_memory_pressure(s3_node *n, const s3_qtask *t);
 void sink_observe_request(void *arg, const char *op, long status);
 
