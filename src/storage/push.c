@@ -481,6 +481,7 @@ static void batch_finish(batch *b, int err_status, const char *err)
         push_req *next = r->next;
         r->next = NULL;
         r->err_status = err_status;
+        r->err_internal = err_status != 0; /* the commit failed: PostgreSQL's or our own detail */
         if (err_status)
             snprintf(r->err, sizeof r->err, "%s", err);
         r->done(r);
@@ -697,6 +698,7 @@ static void maybe_flush(pusher *p, lane *l)
 void pusher_submit(pusher *p, push_req *r)
 {
     r->err_status = 0;
+    r->err_internal = 0;
     r->err[0] = '\0';
     r->next = NULL;
     for (uint32_t i = 0; i < r->n; i++) {

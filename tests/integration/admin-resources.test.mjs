@@ -269,7 +269,7 @@ describe('resources', () => {
     for (const p of ['/api/v1/resources/queues/nope', '/api/v1/status/queues/nope']) {
       const r = await get(node.url, p);
       assert.equal(r.status, 404);
-      assert.deepEqual(r.json, { error: 'Queue not found' });
+      assert.deepEqual(r.json, { error: 'Queue not found', code: 'not_found' });
     }
   });
 
