@@ -641,7 +641,7 @@ int jw_string_lossy(buf *b, const char *s, size_t n)
     if (utf8_valid((const uint8_t *)s, n) == 0)
         return jw_string(b, s, n);
     buf tmp;
-    buf_init(&tmp, n + 16);
+    buf_init(&tmp, 0);
     for (size_t i = 0; i < n;) {
         uint8_t c = (uint8_t)s[i];
         size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;

@@ -17,9 +17,7 @@ before(async () => {
 });
 after(async () => {
   const early = node && node.exited;
-  console.error('after start', new Date().toISOString());
   if (node) { await node.stop(); rmrf(node.data); }
-  console.error('after stopped', new Date().toISOString());
   if (pg) pg.destroy();
   if (early) throw new Error(`the node exited during the tests: ${JSON.stringify(early)}\n${node.log}`);
 });
