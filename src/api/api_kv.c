@@ -60,8 +60,9 @@ static void on_batch(db_req *d)
         if (d->err == DB_SQL && strcmp(d->sqlstate, "54000") == 0)
             /* the answer would pass KV_ANSWER_MAX_BYTES (kv_batch raises 54000 for it) */
             http_respond_error_code(r, 400, "answer_too_large",
-                                    "the batch's answer would carry more than %u MiB of values: split it",
-                                    KV_ANSWER_MAX_BYTES >> 20);
+                                    "the answer of this batch would carry more than %u bytes of values; split the "
+                                    "batch",
+                                    KV_ANSWER_MAX_BYTES);
         else
             api_respond_db_error(r, d);
         db_req_clear(d);

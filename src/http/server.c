@@ -317,8 +317,12 @@ static int decode_params_or_respond(http_req *r, const url_match *m)
 {
     for (int i = 0; i < m->nparams; i++) {
         enum url_err e = url_decode_name(&r->ar, m->raw[i], m->raw_len[i], 0, &r->params[i], &r->param_lens[i]);
+        if (e == URL_BAD_ESCAPE) {
+            http_respond_bad_param(r, m->name[i], "invalid percent-encoding in the path");
+            return -1;
+        }
         if (e != URL_OK) {
-            http_respond_bad_param(r, m->name[i], "path parameter %s %s", m->name[i], url_err_text(e));
+            http_respond_bad_param(r, m->name[i], "%s %s", m->name[i], url_err_text(e));
             return -1;
         }
     }
@@ -332,7 +336,7 @@ static int decode_params_or_respond(http_req *r, const url_match *m)
         if (bad)
             http_respond_bad_param(r, bad, "query parameter %s %s", bad, url_err_text(e));
         else
-            http_respond_bad_param(r, NULL, "a query parameter name %s", url_err_text(e));
+            http_respond_bad_param(r, NULL, "the name of a query parameter %s", url_err_text(e));
         return -1;
     }
     return 0;

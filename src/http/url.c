@@ -10,9 +10,9 @@ const char *url_err_text(enum url_err e)
 {
     switch (e) {
     case URL_OK: return "is valid";
-    case URL_BAD_ESCAPE: return "has a bad percent-escape (a '%' must be followed by two hex digits)";
-    case URL_BAD_UTF8: return "is not valid UTF-8";
-    case URL_NUL: return "holds a NUL character";
+    case URL_BAD_ESCAPE: return "has an invalid percent-encoding (a '%' must be followed by two hex digits)";
+    case URL_BAD_UTF8: return "must be valid UTF-8";
+    case URL_NUL: return "must not contain NUL characters";
     case URL_TOO_MANY: return "has too many query parameters";
     }
     return "is not valid";

@@ -30,7 +30,7 @@ enum url_err {
     URL_TOO_MANY,    /* more than URL_MAX_QUERY_PARAMS query parameters */
 };
 
-/* What was wrong, as a phrase for an error message ("is not valid UTF-8"). */
+/* What was wrong, as the end of a sentence about a name ("must be valid UTF-8"). */
 const char *url_err_text(enum url_err e);
 
 /* Percent-decoding ('+' is a space only when plus_is_space) into out (n + 1 bytes; the result
