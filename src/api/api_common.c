@@ -287,11 +287,12 @@ void api_respond_db_error(http_req *r, const db_req *d)
     http_respond_error_code(r, status, code, "%s", sentence);
 }
 
-void api_respond_failure(http_req *r, int status, const char *log_detail)
+void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail)
 {
     db_req d;
     memset(&d, 0, sizeof d);
     d.err = status == 503 ? DB_UNAVAILABLE : DB_SQL;
+    snprintf(d.sqlstate, sizeof d.sqlstate, "%s", sqlstate ? sqlstate : "");
     snprintf(d.errmsg, sizeof d.errmsg, "%s", log_detail && *log_detail ? log_detail : "no detail");
     api_respond_db_error(r, &d);
 }

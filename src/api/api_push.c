@@ -20,7 +20,7 @@ typedef struct push_ctx {
 void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix)
 {
     if (pr->err_internal) {
-        api_respond_failure(r, pr->err_status, pr->err);
+        api_respond_failure(r, pr->err_status, pr->err_sqlstate, pr->err);
         return;
     }
     const char *code = pr->err_status == 409 ? "queue_full"

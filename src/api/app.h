@@ -149,7 +149,7 @@ void api_log_db_error(const http_req *r, const db_req *d);
 void api_respond_db_error(http_req *r, const db_req *d);
 /* The same for a failure another layer reported as a status and a message that may hold the
  * database's text (the push path): the message goes to the log only. */
-void api_respond_failure(http_req *r, int status, const char *log_detail);
+void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail);
 
 /* Query-string helpers; on bad input they answer 400 naming the parameter and return -1.
  * Integers: decimal in [lo, hi], absent or empty → def. Booleans: true/1/yes, false/0/no (any

@@ -3,10 +3,13 @@
 // types, NUL and malformed JSON in each body field; bodies past the limit; requests h2o itself
 // refuses. Nothing may answer 5xx, every refusal is the JSON error shape, and nothing is stored.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { api, rmrf, startPostgres, startQueen } from './harness.mjs';
+import { ROOT, api, rmrf, startPostgres, startQueen } from './harness.mjs';
+import { ROUTES, UUID, fillPath } from './routes.mjs';
 
 let pg;
 let node;
@@ -22,67 +25,6 @@ after(async () => {
   if (early) throw new Error(`the node exited during the tests: ${JSON.stringify(early)}\n${node.log}`);
 });
 
-const UUID = '0190c2d4-0000-7000-8000-000000000001';
-// Template bodies: valid in shape, naming nothing that exists, so every single mutation below
-// is refused or finds nothing. `payload` and `value` hold arbitrary JSON and are not mutated.
-const ROUTES = [
-  ['GET', '/health'],
-  ['GET', '/status'],
-  ['GET', '/metrics/prometheus'],
-  ['GET', '/metrics'],
-  ['POST', '/api/v1/push', { items: [{ queue: 'hq', partition: 'p', transactionId: 't1', traceId: UUID, payload: { a: 1 } }] }],
-  ['POST', '/api/v1/configure', { queue: 'hq', namespace: 'n', task: 't', options: { leaseTime: 60, deadLetterQueue: true, retentionSinkHold: 's' } }],
-  ['POST', '/api/v1/fetch', { queue: 'hq', partition: 'p', fromOffset: 0, maxRecords: 10, offsets: { p: 0 } }],
-  ['POST', '/api/v1/partitions/changed', { queue: 'hq', since: 0, after: 'p', limit: 10 }],
-  ['GET', '/api/v1/pop'],
-  ['GET', '/api/v1/pop/queue/:queue'],
-  ['GET', '/api/v1/pop/queue/:queue/partition/:partition'],
-  ['POST', '/api/v1/ack', { transactionId: 't1', partitionId: UUID, leaseId: UUID, status: 'completed', consumerGroup: 'g', error: 'e' }],
-  ['POST', '/api/v1/ack/batch', { consumerGroup: 'g', acknowledgments: [{ transactionId: 't1', partitionId: UUID, leaseId: UUID, status: 'failed', error: 'e' }] }],
-  ['POST', '/api/v1/lease/:leaseId/extend', { seconds: 30 }],
-  ['POST', '/api/v1/transaction', {
-    operations: [
-      { type: 'push', items: [{ queue: 'hq', partition: 'p', transactionId: 't2', payload: { b: 2 } }] },
-      { type: 'ack', transactionId: 't1', partitionId: UUID, status: 'completed', consumerGroup: 'g', leaseId: UUID, error: 'e' }],
-    requiredLeases: [UUID],
-  }],
-  ['POST', '/api/v1/kv/batch', { namespace: 'ns', ops: [{ op: 'put', key: 'k', value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }] }],
-  ['GET', '/api/v1/kv/:namespace'],
-  ['GET', '/api/v1/kv/:namespace/:key'],
-  ['PUT', '/api/v1/kv/:namespace/:key', { value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }],
-  ['DELETE', '/api/v1/kv/:namespace/:key'],
-  ['POST', '/api/v1/kv/:namespace/:key/putIfAbsent', { value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }],
-  ['POST', '/api/v1/kv/:namespace/:key/incr', { by: 1, max: 10, ttlMs: 60000, ifVersion: 999999999 }],
-  ['POST', '/api/v1/timers', { queue: 'hq', partition: 'p', delayMs: 600000, transactionId: 't3', traceId: UUID, payload: { c: 3 }, fireAt: '2030-01-02T03:04:05Z' }],
-  ['GET', '/api/v1/timers'],
-  ['GET', '/api/v1/timers/:id'],
-  ['DELETE', '/api/v1/timers/:id'],
-  ['GET', '/api/v1/consumer-groups'],
-  ['GET', '/api/v1/consumer-groups/lagging'],
-  ['GET', '/api/v1/consumer-groups/:group'],
-  ['DELETE', '/api/v1/consumer-groups/:group'],
-  ['POST', '/api/v1/consumer-groups/:group/subscription', { subscriptionTimestamp: '2026-05-06T10:00:00Z' }],
-  ['DELETE', '/api/v1/consumer-groups/:group/queues/:queue'],
-  ['POST', '/api/v1/consumer-groups/:group/queues/:queue/seek', { timestamp: '2026-05-06T10:00:00Z' }],
-  ['POST', '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek', { offset: 1 }],
-  ['GET', '/api/v1/dlq'],
-  ['POST', '/api/v1/dlq/:id/requeue', { keepTransactionId: true }],
-  ['DELETE', '/api/v1/dlq/:id'],
-  ['GET', '/api/v1/resources/overview'],
-  ['GET', '/api/v1/resources/queues'],
-  ['GET', '/api/v1/resources/queues/:queue'],
-  ['DELETE', '/api/v1/resources/queues/:queue'],
-  ['DELETE', '/api/v1/resources/queues/:queue/partitions/:partition'],
-  ['GET', '/api/v1/resources/namespaces'],
-  ['GET', '/api/v1/resources/tasks'],
-  ['GET', '/api/v1/status/queues'],
-  ['GET', '/api/v1/status/queues/:queue'],
-  ['GET', '/api/v1/messages'],
-  ['GET', '/api/v1/messages/:partitionId/:transactionId'],
-  ['DELETE', '/api/v1/messages/:partitionId/:transactionId'],
-];
-// A harmless value per path parameter (parsable where the route parses it).
-const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1' };
 const QUERY_PARAMS = ['queue', 'partition', 'consumerGroup', 'namespace', 'task', 'limit', 'offset', 'from', 'to',
   'status', 'after', 'prefix', 'ns', 'batch', 'wait', 'timeout', 'autoAck', 'partitions', 'subscriptionMode',
   'subscriptionFrom', 'minLagSeconds', 'ifVersion', 'deleteMetadata', 'requeued'];
@@ -104,7 +46,7 @@ const BAD_ENCODED = {
 const LONG = 'x'.repeat(70000);
 
 const paramsOf = (pattern) => [...pattern.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]);
-const fill = (pattern, bad) => pattern.replace(/:([A-Za-z]+)/g, (_, n) => (n in bad ? bad[n] : encodeURIComponent(GOOD_PARAM[n])));
+const fill = fillPath;
 
 let nreq = 0;
 async function send(method, path, body, headers) {
@@ -147,6 +89,13 @@ function storedSince(before) {
   const now = tableCounts();
   return Object.keys(now).filter((t) => !BACKGROUND.test(t) && now[t] !== before[t]).map((t) => `${t}: ${before[t]} → ${now[t]}`);
 }
+
+test('the route table here is the broker\'s (src/api/api_common.c)', () => {
+  const src = fs.readFileSync(path.join(ROOT, 'src/api/api_common.c'), 'utf8');
+  const registered = [...src.matchAll(/http_route\(s, "(\w+)", "([^"]+)"/g)].map((m) => `${m[1]} ${m[2]}`).sort();
+  assert.ok(registered.length >= 40, `only ${registered.length} routes found`);
+  assert.deepEqual(ROUTES.map(([m, p]) => `${m} ${p}`).sort(), registered);
+});
 
 describe('hostile input over every route', () => {
   test('invalid UTF-8, NUL and bad escapes in a path segment: 400 naming the parameter', async () => {
