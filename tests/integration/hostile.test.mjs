@@ -147,7 +147,8 @@ describe('hostile input over every route', () => {
         checkAnswer(r, `${method} ${pattern}?<bad name>`, { status: 400, code: 'invalid_parameter' });
       });
       jobs.push(async () => {
-        const r = await send(method, `${path}?queue=${LONG}&consumerGroup=${LONG}&namespace=${LONG}`, body);
+        // without the body: the long values are valid, and a valid body would be acted on
+        const r = await send(method, `${path}?queue=${LONG}&consumerGroup=${LONG}&namespace=${LONG}`);
         checkAnswer(r, `${method} ${pattern}?<long>`);
       });
     });
