@@ -147,8 +147,9 @@ describe('hostile input over every route', () => {
         checkAnswer(r, `${method} ${pattern}?<bad name>`, { status: 400, code: 'invalid_parameter' });
       });
       jobs.push(async () => {
-        // without the body: the long values are valid, and a valid body would be acted on
-        const r = await send(method, `${path}?queue=${LONG}&consumerGroup=${LONG}&namespace=${LONG}`);
+        // with a body that is refused: the long values are valid, and a valid body (or none,
+        // for incr) would be acted on
+        const r = await send(method, `${path}?queue=${LONG}&consumerGroup=${LONG}&namespace=${LONG}`, body ? '[]' : undefined);
         checkAnswer(r, `${method} ${pattern}?<long>`);
       });
     });
