@@ -150,6 +150,14 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
     }
     buf b;
     buf_init(&b, 0);
+    if (status >= 400) {
+        http_error_open(&b, c->http, status, NULL, error);
+        buf_puts(&b, ",\"success\":false,\"messages\":[]}");
+        http_respond_json(c->http, status, &b);
+        buf_free(&b);
+        return;
+    }
+    /* a pop that found nothing it may take (lease_held): the earlier release's 200 shape */
     buf_puts(&b, "{\"success\":false,\"error\":");
     jw_cstr(&b, error);
     buf_puts(&b, ",\"messages\":[]}");
