@@ -289,6 +289,27 @@ function rawRequest(text, { timeoutMs = 5000 } = {}) {
   });
 }
 
+test('request ids: a safe x-request-id is kept, anything else is replaced by a UUIDv7', async () => {
+  const uuid7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  let r = await api(node.url, 'GET', '/health', undefined, { 'x-request-id': 'proxy-1.a:B_9' });
+  assert.equal(r.headers.get('x-request-id'), 'proxy-1.a:B_9');
+  r = await api(node.url, 'GET', '/api/v1/nope', undefined, { 'x-request-id': 'k'.repeat(64) });
+  assert.equal(r.headers.get('x-request-id'), 'k'.repeat(64));
+  for (const bad of ['k'.repeat(65), 'a b', 'a/b', '"x"', 'caf\xe9', 'x;DROP']) {
+    r = await api(node.url, 'GET', '/health', undefined, { 'x-request-id': bad });
+    assert.match(r.headers.get('x-request-id'), uuid7, bad);
+  }
+  // two requests, two ids
+  const a = (await api(node.url, 'GET', '/health')).headers.get('x-request-id');
+  const b = (await api(node.url, 'GET', '/health')).headers.get('x-request-id');
+  assert.match(a, uuid7);
+  assert.notEqual(a, b);
+  // OPTIONS and the answers h2o makes carry one too
+  r = await api(node.url, 'OPTIONS', '/api/v1/push');
+  assert.equal(r.status, 204);
+  assert.match(r.headers.get('x-request-id'), uuid7);
+});
+
 describe('requests refused before routing', () => {
   const get = (path, extra = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}Connection: close\r\n\r\n`;
 
