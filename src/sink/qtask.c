@@ -179,10 +179,15 @@ static s3_pos *pos_add(s3_qtask *t, const char *name, size_t len, const uint8_t 
     return p;
 }
 
-static void add_lost(s3_qtask *t, const char *name, size_t len, int64_t from, int64_t to)
+/* Records offsets [from, to] of a partition as lost; ts is the stamp the loss was seen at
+ * (the first segment above the gap, or the partition's last record no later than the read's
+ * end), which a window holding only lost ranges is placed around (window.h). */
+static void add_lost(s3_qtask *t, const char *name, size_t len, int64_t from, int64_t to, int64_t ts)
 {
     if (to < from)
         return;
+    if (ts > 0 && (t->w.lost_ts == 0 || ts < t->w.lost_ts))
+        t->w.lost_ts = ts;
     if (t->nlost && t->lost[t->nlost - 1].partition_len == len && memcmp(t->lost[t->nlost - 1].partition, name, len) == 0 &&
         t->lost[t->nlost - 1].to + 1 == from) {
         t->lost[t->nlost - 1].to = to;
@@ -552,7 +557,7 @@ static int on_seg(void *arg, const sinkdb_seg *s)
     s3_qtask *t = c->t;
     s3_pos *pos = pos_find(t, s->name, s->name_len);
     if (pos && s->base_offset > pos->next)
-        add_lost(t, s->name, s->name_len, pos->next, s->base_offset - 1);
+        add_lost(t, s->name, s->name_len, pos->next, s->base_offset - 1, s->ts);
     if (!pos)
         pos = pos_add(t, s->name, s->name_len, s->uuid, s->base_offset);
     const char *pname = NULL;
@@ -633,7 +638,10 @@ static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
         for (int i = 0; i < c.nparts; i++) {
             s3_pos *pos = pos_find(t, c.parts[i].name, c.parts[i].name_len);
             if (pos && pos->next < c.parts[i].start_offset) {
-                add_lost(t, pos->name, pos->len, pos->next, c.parts[i].start_offset - 1);
+                /* its records were stamped no later than its last one; the window that
+                 * records the loss must end above the stamp, so no later than this read */
+                int64_t seen = c.parts[i].last_ts < end ? c.parts[i].last_ts : end - 1;
+                add_lost(t, pos->name, pos->len, pos->next, c.parts[i].start_offset - 1, seen);
                 pos->next = c.parts[i].start_offset;
             }
         }
@@ -951,6 +959,8 @@ static int commit(s3_qtask *t, s3_worker *w)
     t->w.bytes = t->buf.bytes;
     t->w.min_ts = t->buf.min_ts;
     t->w.lost = t->nlost > 0;
+    if (!t->w.lost)
+        t->w.lost_ts = 0;
     uint64_t lost = 0;
     for (int i = 0; i < p->nlost; i++)
         lost += (uint64_t)(p->lost[i].to - p->lost[i].from + 1);
@@ -967,9 +977,9 @@ static int commit(s3_qtask *t, s3_worker *w)
     t->st.lost += lost;
     pthread_mutex_unlock(&t->node->mu);
     if (lost)
-        log_warn(S3_LOG, "queue=%s: window %llu records %llu records retention removed before the sink read them "
-                         "(see \"lost\" in %s)",
-                 t->queue, (unsigned long long)c.k, (unsigned long long)lost, p->manifest_key);
+        log_warn(S3_LOG, "queue=%s: window %llu is missing %llu record%s retention removed before the sink read "
+                         "them (see \"lost\" in %s)",
+                 t->queue, (unsigned long long)c.k, (unsigned long long)lost, lost == 1 ? "" : "s", p->manifest_key);
     log_info(S3_LOG, "window committed queue=%s k=%llu records=%llu bytes=%llu partitions=%llu tStart=%lld tEnd=%lld%s%s",
              t->queue, (unsigned long long)c.k, (unsigned long long)p->records, (unsigned long long)p->bytes,
              (unsigned long long)p->partitions, (long long)p->intent.t_start, (long long)p->intent.t_end,

@@ -43,6 +43,7 @@ typedef struct sinkdb_part {
     int64_t start_offset; /* first offset still stored */
     int64_t next_offset;  /* next offset to be written */
     int64_t last_offset;  /* positions: greatest offset stamped in the range, -1 = none */
+    int64_t last_ts;      /* slices: the stamp of the partition's last record; 0 otherwise */
 } sinkdb_part;
 
 /* One segment of a slice (data is the encoded records, storage/record.h). */

@@ -110,24 +110,40 @@ describe('records retention removed before the sink read them', () => {
 
   test('are recorded in the manifest and counted, never silent', async () => {
     proxy.pass(); proxy.fault('500');
-    node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev' }), RETENTION_INTERVAL: '200' } });
-    assert.equal((await post(node.url, '/api/v1/configure', { queue: 'ev', options: { maxWaitTimeSeconds: 1 } })).status, 200);
-    const items = [];
-    for (let i = 0; i < 5; i++) items.push({ queue: 'ev', partition: 'p', payload: { gone: i } });
-    await post(node.url, '/api/v1/push', { items });
-    await waitFor('eviction', async () => {
-      const f = await post(node.url, '/api/v1/fetch', { queue: 'ev' });
-      return f.json.records.length === 0;
-    }, 20000, node);
+    // evgap: QUEEN_S3_START=earliest meets the gap before any record it can read, so its first
+    // window holds only the lost range
+    node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev,evgap' }), RETENTION_INTERVAL: '200', EVICTION_INTERVAL: '200' } });
+    let gapTs;
+    for (const q of ['ev', 'evgap']) {
+      assert.equal((await post(node.url, '/api/v1/configure', { queue: q, options: { maxWaitTimeSeconds: 1 } })).status, 200);
+      const items = [];
+      for (let i = 0; i < 5; i++) items.push({ queue: q, partition: 'p', payload: { gone: i } });
+      await post(node.url, '/api/v1/push', { items });
+      if (q === 'evgap') gapTs = (await post(node.url, '/api/v1/fetch', { queue: q })).json.records[4].ts;
+      await waitFor(`eviction of ${q}`, async () => {
+        const f = await post(node.url, '/api/v1/fetch', { queue: q });
+        return f.json.records.length === 0;
+      }, 20000, node);
+    }
     await post(node.url, '/api/v1/push', { items: [{ queue: 'ev', partition: 'p', payload: { kept: true } }] });
     proxy.pass();
     await waitFor('window 1 of ev', async () => ((await queueRow(node, 'ev')) || {}).k >= 1, 30000, node);
+    await waitFor('window 1 of evgap', async () => ((await queueRow(node, 'evgap')) || {}).k >= 1, 30000, node);
+    const g = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=evgap/windows/0000000001.json`)).toString());
+    assert.deepEqual(g.lost, [{ partition: 'p', from: 0, to: 4 }]);
+    assert.equal(g.records, 0);
+    assert.deepEqual(g.objects, []);
+    // its bounds hold the stamps involved, not the first hour of 1970
+    assert.ok(g.tStart <= gapTs && gapTs < g.tEnd, `[${g.tStart}, ${g.tEnd}) holds ${gapTs}`);
+    assert.equal(g.tStart, Math.floor(gapTs / 3600e6) * 3600e6);
+    assert.match(node.log, /window committed queue=evgap k=1 records=0 /);
     const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=ev/windows/0000000001.json`)).toString());
     assert.deepEqual(m.lost, [{ partition: 'p', from: 0, to: 4 }]);
     assert.equal(m.records, 1);
     const metrics = (await get(node.url, '/metrics/prometheus')).text;
     assert.match(metrics, /^queen_s3_records_lost_total\{queue="ev"\} 5$/m);
     assert.match(node.log, /retention removed before the sink read them/);
+    assert.match(node.log, /queue=ev: window 1 is missing 5 records retention removed before the sink read them \(see "lost" in queen\/_queen\/tenant=[0-9a-f-]+\/queue=ev\/windows\/0000000001\.json\)/);
     const row = await queueRow(node, 'ev');
     assert.equal(row.recordsLost, 5);
   });
