@@ -192,6 +192,11 @@ describe('boot lines', () => {
     assert.notEqual(r.code, 0);
     assert.equal(r.stderr.trim(), 'ERROR boot: FATAL: QUEEN_S3_EMBEDDED=true: QUEEN_S3_MAX_WINDOW_MS=50 is outside 100..=86400000. It is how long a window may stay open; the lag SLO is about this plus the safe lag');
   });
+  test('QUEEN_S3_EMBEDDED=maybe stops the boot with a sentence like the others', () => {
+    const r = runBoot({ QUEEN_S3_EMBEDDED: 'maybe' });
+    assert.notEqual(r.code, 0);
+    assert.equal(r.stderr.trim(), 'ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=maybe is not one of true, false. It makes this node run the S3 sink');
+  });
   test('QUEEN_S3_PARTITIONS stops the boot', () => {
     const r = runBoot({ ...base, QUEEN_S3_PARTITIONS: 'orders:0..3' });
     assert.notEqual(r.code, 0);
