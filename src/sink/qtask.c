@@ -358,6 +358,32 @@ static void drop_queue(s3_qtask *t, enum qstate s)
     set_state(t, s);
 }
 
+/* The queue's run ends on an unexpected error that retrying the same step cannot fix (a
+ * segment of the log that does not decode, a window whose object cannot be built): the lease
+ * is given back at once (one attempt; else it expires after its TTL) so another node may try,
+ * and this node looks at the queue again after S3_FAILED_RETRY_MS. State crashed, with the
+ * reason in lastError. */
+static uint64_t crash_queue(s3_qtask *t, s3_worker *w, const char *why)
+{
+    sink_set_error(t, "crashed: %s", why);
+    log_error(S3_LOG, "queue=%s: the queue's run crashed (%s); its lease is given back and this node tries it again "
+                      "in %d s",
+              t->queue, why, S3_FAILED_RETRY_MS / 1000);
+    pthread_mutex_lock(&t->lease_mu);
+    int held = t->held && !t->lease_lost;
+    int64_t v = t->lease_version;
+    t->held = 0; /* the keeper stops refreshing it now */
+    pthread_mutex_unlock(&t->lease_mu);
+    if (held) {
+        kv_op op = kv_op_delete_if_version(S3_KV_NAMESPACE, t->k_lease, v);
+        kv_outcome o;
+        if (sinkdb_kv(&w->db, t->sink->c.tenant, &op, 1, &o) == 0)
+            kv_outcome_clear(&o);
+    }
+    drop_queue(t, Q_CRASHED);
+    return S3_FAILED_RETRY_MS;
+}
+
 /* ---- claiming ---- */
 
 static uint64_t step_claim(s3_qtask *t, s3_worker *w)
@@ -601,7 +627,8 @@ static int on_seg(void *arg, const sinkdb_seg *s)
 }
 
 /* Reads [read_to, limit) (cut by the budget); returns 1 when the slice was cut (more to read
- * at once), 0 when it reached limit, -1 on a failure. */
+ * at once), 0 when it reached limit, -1 on a failure worth retrying, -2 when a segment does
+ * not decode (the same read fails the same way: the queue crashes). */
 static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
 {
     s3_node *n = t->node;
@@ -666,7 +693,7 @@ static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
     strmap_free(&c.names);
     free(c.interned);
     if (rc < 0)
-        return -1;
+        return rc == -2 ? -2 : -1;
     return end < limit ? 1 : 0;
 }
 
@@ -740,9 +767,10 @@ static void manifest_of(s3_qtask *t, const s3_pending *p, s3_manifest *m)
     m->committed_at_us = wall_us();
 }
 
-/* Builds and uploads the objects and the manifest of the pending window. 0, or -1 (the
- * error is recorded; the step retries from here). */
-static int upload(s3_qtask *t, s3_worker *w)
+/* Builds and uploads the objects and the manifest of the pending window. 0, -1 (the error
+ * is recorded; the step retries from here), or -2 when an object cannot be built (the same
+ * records fail the same way: the queue crashes; *why says what failed). */
+static int upload(s3_qtask *t, s3_worker *w, char *why, size_t whylen)
 {
     s3_pending *p = &t->pend;
     s3_sink *s = t->sink;
@@ -791,7 +819,8 @@ static int upload(s3_qtask *t, s3_worker *w)
         uint64_t t_build = mono_us();
         if (s3_object_build(p->intent.format, p->intent.compression, recs + i, j - i, t->queue, t->qlen,
                             s->c.tenant_text, &obj, err, sizeof err) < 0) {
-            sink_set_error(t, "building window %llu: %s", (unsigned long long)p->intent.k, err);
+            snprintf(why, whylen, "building window %llu: %s", (unsigned long long)p->intent.k, err);
+            rc = -2;
             goto out;
         }
         buf_reset(&key);
@@ -1044,7 +1073,11 @@ static uint64_t run_pending(s3_qtask *t, s3_worker *w)
         set_state(t, Q_UPLOAD);
     }
     if (t->state == Q_UPLOAD) {
-        if (upload(t, w) < 0)
+        char why[400];
+        int u = upload(t, w, why, sizeof why);
+        if (u == -2)
+            return crash_queue(t, w, why);
+        if (u < 0)
             return backoff(t);
         crash_at(t, S3_CRASH_AFTER_UPLOAD);
         set_state(t, Q_COMMIT);
@@ -1260,6 +1293,12 @@ static uint64_t redo(s3_qtask *t, s3_worker *w)
     pthread_mutex_unlock(&t->node->mu);
     while (t->w.read_to < p->intent.t_end) {
         int rc = read_slice(t, w, p->intent.t_end);
+        if (rc == -2) {
+            pthread_mutex_lock(&t->node->mu);
+            t->st.redo = 0;
+            pthread_mutex_unlock(&t->node->mu);
+            return crash_queue(t, w, w->db.err);
+        }
         if (rc < 0) {
             pending_clear(p);
             buffer_clear(t->node, &t->buf);
@@ -1442,6 +1481,8 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
         int64_t limit = s3_window_read_limit(&t->w, s->c.align);
         if (limit > t->w.read_to) {
             int r = read_slice(t, w, limit);
+            if (r == -2)
+                return crash_queue(t, w, w->db.err);
             if (r < 0)
                 return backoff(t);
             more = r;

@@ -181,7 +181,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
                 sg.data_len = (size_t)PQgetlength(r, 0, 8);
                 if (cb->on_seg(cb->arg, &sg)) {
                     set_err(d, "reading the log", "a segment could not be decoded");
-                    rc = -1; /* the rest of the answer is read and dropped */
+                    rc = -2; /* the rest of the answer is read and dropped */
                 }
             }
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
