@@ -12,9 +12,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 
-import { api, get, post, rmrf, sleep, startPostgres, startQueen, tmpDir } from './harness.mjs';
+import { api, get, post, rmrf, sleep, startPostgres, tmpDir } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
-import { queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
+import { nodeRegistry, queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
 const TENANT = '00000000-0000-0000-0000-000000000001';
 
@@ -29,16 +29,17 @@ async function lake(s3, queue) {
 describe('layouts, discovery and starts', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => {
     s3 = await startS3();
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
   });
 
   test('per-partition layout writes one object per partition with its offsets in the key', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pp', QUEEN_S3_LAYOUT: 'per-partition' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pp', QUEEN_S3_LAYOUT: 'per-partition' }) });
     const items = [];
     for (let i = 0; i < 9; i++) items.push({ queue: 'pp', partition: i % 3 === 0 ? 'a/b' : `p${i % 3}`, payload: { i } });
     assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
@@ -62,7 +63,7 @@ describe('layouts, discovery and starts', () => {
   });
 
   test('a pretty-printed payload stays on one line: its line breaks become spaces, nothing else changes', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pretty' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pretty' }) });
     const payload = '{\n  "a": 1.50,\r\n  "b": [1,\n    2],\n  "s": "x\\ny"\n}';
     assert.equal((await post(node.url, '/api/v1/push', `{"items":[{"queue":"pretty","partition":"p","payload":${payload}}]}`)).status, 201);
     await waitFor('window 1 of pretty', async () => ((await queueRow(node, 'pretty')) || {}).k >= 1, 30000, node);
@@ -75,7 +76,7 @@ describe('layouts, discovery and starts', () => {
   });
 
   test('QUEEN_S3_QUEUES=* finds queues created later; latest starts after what existed', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
     // created before the sink finds it: with latest, these are not in the lake
     await post(node.url, '/api/v1/push', { items: [{ queue: 'late', partition: 'p', payload: { before: true } }] });
     await waitFor('the late queue claimed', async () => {
@@ -98,12 +99,13 @@ describe('records retention removed before the sink read them', () => {
   let s3;
   let proxy;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => {
     s3 = await startS3();
     proxy = await startFaultProxy(s3.endpoint);
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (proxy) await proxy.stop();
     if (s3) await s3.stop();
   });
@@ -112,7 +114,7 @@ describe('records retention removed before the sink read them', () => {
     proxy.pass(); proxy.fault('500');
     // evgap: QUEEN_S3_START=earliest meets the gap before any record it can read, so its first
     // window holds only the lost range
-    node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev,evgap' }), RETENTION_INTERVAL: '200', EVICTION_INTERVAL: '200' } });
+    node = await reg.start({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev,evgap' }), RETENTION_INTERVAL: '200', EVICTION_INTERVAL: '200' } });
     let gapTs;
     for (const q of ['ev', 'evgap']) {
       assert.equal((await post(node.url, '/api/v1/configure', { queue: q, options: { maxWaitTimeSeconds: 1 } })).status, 200);
@@ -152,13 +154,14 @@ describe('records retention removed before the sink read them', () => {
 describe('two nodes on one database', () => {
   let pg;
   let s3;
-  const nodes = [];
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  const nodes = reg.nodes;
   before(async () => {
     pg = await startPostgres();
     s3 = await startS3();
   });
   after(async () => {
-    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (pg) pg.destroy();
   });
@@ -166,8 +169,8 @@ describe('two nodes on one database', () => {
   const env = (id) => ({ ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'orders,clicks' }), QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: id });
 
   test('one writer per queue, the other node shows it held; the hold reads the pointer', async () => {
-    nodes.push(await startQueen({ env: env('node-a') }));
-    nodes.push(await startQueen({ env: env('node-b') }));
+    (await reg.start({ env: env('node-a') }));
+    (await reg.start({ env: env('node-b') }));
     const [a, b] = nodes;
     for (const q of ['orders', 'clicks']) await post(a.url, '/api/v1/push', { items: [{ queue: q, partition: 'p', payload: { n: 0 } }] });
     await waitFor('both queues committed', async () => {
@@ -213,8 +216,7 @@ describe('two nodes on one database', () => {
     await owner.stop();
     await waitFor('the other node takes orders', async () => ((await queueRow(other, 'orders')) || {}).ownedHere, 20000, other);
     await pushSome(other, 20);
-    const third = await startQueen({ env: env(owner === a ? 'node-a' : 'node-b') });
-    nodes.push(third);
+    const third = await reg.start({ env: env(owner === a ? 'node-a' : 'node-b') });
     await sleep(500);
     await pushSome(third, 20);
     owner = other;
@@ -235,16 +237,17 @@ describe('two nodes on one database', () => {
 describe('memory, codecs, checkpoints, the fence and the drain', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => { s3 = await startS3(); });
   after(async () => {
-    if (node && !node.exited) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
   });
 
   test('the sink runs on threads named queen-s3', async () => {
     // latest: the window starts when the queue is claimed, so it is young and only memory
     // pressure can close it within the test
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'mem', QUEEN_S3_MEMORY_MB: '1', QUEEN_S3_MAX_WINDOW_MS: '300000',
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'mem', QUEEN_S3_MEMORY_MB: '1', QUEEN_S3_MAX_WINDOW_MS: '300000',
       QUEEN_S3_COMPRESSION: 'gzip', QUEEN_S3_CHECKPOINT_EVERY: '1', QUEEN_S3_START: 'latest' }) });
     const names = fs.readdirSync(`/proc/${node.proc.pid}/task`).map((t) => fs.readFileSync(`/proc/${node.proc.pid}/task/${t}/comm`, 'utf8').trim());
     assert.ok(names.filter((n) => n === 'queen-s3').length >= 2, names.join(','));
@@ -294,7 +297,7 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
   });
 
   test('SIGTERM commits the window being filled when it is worth it, then gives the lease back', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'drain', QUEEN_S3_MAX_WINDOW_MS: '300000', QUEEN_S3_START: 'latest' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'drain', QUEEN_S3_MAX_WINDOW_MS: '300000', QUEEN_S3_START: 'latest' }) });
     await post(node.url, '/api/v1/configure', { queue: 'drain', options: {} });
     await waitFor('drain claimed', async () => ((await queueRow(node, 'drain')) || {}).state === 'filling', 20000, node);
     const pad = 'z'.repeat(1000);
@@ -315,19 +318,20 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
 describe('Parquet objects', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   let dir;
   before(async () => {
     s3 = await startS3();
     dir = tmpDir('queen-lake-pq-');
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (dir) rmrf(dir);
   });
 
   test('QUEEN_S3_FORMAT=parquet: DuckDB and hyparquet read the lake, payload text exact', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pq', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_PARQUET_CODEC: 'snappy' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pq', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_PARQUET_CODEC: 'snappy' }) });
     const body = '{"items":[{"queue":"pq","partition":"a","payload":{"total":42.00}},{"queue":"pq","partition":"b","payload":null},'
       + '{"queue":"pq","partition":"a","payload":[1, 2]}]}';
     assert.equal((await post(node.url, '/api/v1/push', body)).status, 201);
@@ -362,10 +366,11 @@ describe('Parquet objects', () => {
 describe('encrypted queues', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   let data;
   before(async () => { s3 = await startS3(); });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (data) rmrf(data);
   });
@@ -375,12 +380,12 @@ describe('encrypted queues', () => {
   test('the lake is plaintext; a payload this node cannot open is a JSON string of its stored bytes', async () => {
     data = tmpDir('queen-data-');
     // written under K1 by a node without the sink
-    const a = await startQueen({ dataDir: data, env: { QUEEN_ENCRYPTION_KEY: K1 } });
+    const a = await reg.start({ dataDir: data, env: { QUEEN_ENCRYPTION_KEY: K1 } });
     assert.equal((await post(a.url, '/api/v1/configure', { queue: 'sealed1', options: { encryptionEnabled: true } })).status, 200);
     assert.equal((await post(a.url, '/api/v1/push', '{"items":[{"queue":"sealed1","partition":"p","payload":{"secret":42.00}}]}')).status, 201);
     await a.stop();
     // read by a node holding another key
-    node = await startQueen({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'sealed1,sealed2' }), QUEEN_ENCRYPTION_KEY: K2 } });
+    node = await reg.start({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'sealed1,sealed2' }), QUEEN_ENCRYPTION_KEY: K2 } });
     assert.equal((await post(node.url, '/api/v1/configure', { queue: 'sealed2', options: { encryptionEnabled: true } })).status, 200);
     assert.equal((await post(node.url, '/api/v1/push', '{"items":[{"queue":"sealed2","partition":"p","payload":{"secret":17.50}}]}')).status, 201);
     await waitFor('both windows', async () => ((await queueRow(node, 'sealed1')) || {}).k >= 1 && ((await queueRow(node, 'sealed2')) || {}).k >= 1, 30000, node);
@@ -399,13 +404,14 @@ describe('encrypted queues', () => {
 describe('placement: the queues spread over the nodes', () => {
   let pg;
   let s3;
-  const nodes = [];
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  const nodes = reg.nodes;
   before(async () => {
     pg = await startPostgres();
     s3 = await startS3();
   });
   after(async () => {
-    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (pg) pg.destroy();
   });
@@ -418,16 +424,14 @@ describe('placement: the queues spread over the nodes', () => {
   };
 
   test('a node that joins gets its share; the one above it gives queues back one at a time; then nothing moves', async () => {
-    const a = await startQueen({ env: env('node-a') });
-    nodes.push(a);
+    const a = await reg.start({ env: env('node-a') });
     let n = 0;
     const pushAll = async (node) => {
       for (const q of QUEUES) assert.equal((await post(node.url, '/api/v1/push', { items: [{ queue: q, partition: `p${n % 2}`, payload: { n: n++ } }] })).status, 201);
     };
     await pushAll(a);
     await waitFor('node-a holds every queue', async () => (await placement(a)).held === 4, 40000, a);
-    const b = await startQueen({ env: env('node-b') });
-    nodes.push(b);
+    const b = await reg.start({ env: env('node-b') });
     const pusher = setInterval(() => { pushAll(a).catch(() => {}); }, 700);
     try {
       await waitFor('two queues each', async () => {
