@@ -1292,7 +1292,11 @@ static uint64_t redo(s3_qtask *t, s3_worker *w)
     t->st.redo = 1;
     pthread_mutex_unlock(&t->node->mu);
     while (t->w.read_to < p->intent.t_end) {
-        int rc = read_slice(t, w, p->intent.t_end);
+        /* a rebuild holds the queue back until it is done: it waits for a read slot */
+        int got = node_read_acquire(t->node, 1);
+        int rc = got ? read_slice(t, w, p->intent.t_end) : -1;
+        if (got)
+            node_read_release(t->node);
         if (rc == -2) {
             pthread_mutex_lock(&t->node->mu);
             t->st.redo = 0;
@@ -1438,14 +1442,12 @@ static uint64_t release_lease_as(s3_qtask *t, s3_worker *w, enum qstate end)
     return UINT64_MAX;
 }
 
-static uint64_t step_fill(s3_qtask *t, s3_worker *w)
+/* One filling step: the clock, a slice read (holding a read slot, *slot, given back as soon as
+ * the read is done), the window rules, and a close when one holds. */
+static uint64_t fill(s3_qtask *t, s3_worker *w, int stopping, int giving, int *slot)
 {
     s3_node *n = t->node;
     s3_sink *s = t->sink;
-    int stopping = atomic_load(&n->stopping);
-    pthread_mutex_lock(&n->mu);
-    int giving = t->give_back;
-    pthread_mutex_unlock(&n->mu);
     if (t->unsure && resync(t, w) < 0) {
         sink_set_error(t, "%s", w->db.err);
         return backoff(t);
@@ -1481,12 +1483,18 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
         int64_t limit = s3_window_read_limit(&t->w, s->c.align);
         if (limit > t->w.read_to) {
             int r = read_slice(t, w, limit);
+            node_read_release(n);
+            *slot = 0;
             if (r == -2)
                 return crash_queue(t, w, w->db.err);
             if (r < 0)
                 return backoff(t);
             more = r;
         }
+    }
+    if (*slot) {
+        node_read_release(n);
+        *slot = 0;
     }
     s3_window_rules rules = {
         .target_bytes = (uint64_t)s->c.target_mb << 20,
@@ -1512,6 +1520,28 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
     if (more)
         return 0;
     return (uint64_t)n->k.discovery_interval_ms;
+}
+
+/* A filling step reads the log, so it runs holding one of the node's read slots
+ * (QUEEN_S3_FETCH_CONCURRENCY); with none free it does nothing and comes back soon, leaving
+ * the worker to other queues' steps. A drain reads nothing and needs no slot. */
+static uint64_t step_fill(s3_qtask *t, s3_worker *w)
+{
+    s3_node *n = t->node;
+    int stopping = atomic_load(&n->stopping);
+    pthread_mutex_lock(&n->mu);
+    int giving = t->give_back;
+    pthread_mutex_unlock(&n->mu);
+    int slot = 0;
+    if (!stopping && !giving) {
+        if (!node_read_acquire(n, 0))
+            return S3_READ_SLOT_RETRY_MS;
+        slot = 1;
+    }
+    uint64_t d = fill(t, w, stopping, giving, &slot);
+    if (slot)
+        node_read_release(n);
+    return d;
 }
 
 uint64_t qtask_step(s3_qtask *t, s3_worker *w)

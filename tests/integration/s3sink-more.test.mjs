@@ -315,6 +315,66 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
   });
 });
 
+describe('QUEEN_S3_FETCH_CONCURRENCY', () => {
+  let s3;
+  let data;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  before(async () => {
+    s3 = await startS3();
+    data = tmpDir('queen-data-');
+  });
+  after(async () => {
+    await reg.stopAll();
+    if (s3) await s3.stop();
+    if (data) rmrf(data);
+  });
+  const QUEUES = ['fc1', 'fc2', 'fc3', 'fc4'];
+  const PER_QUEUE = 3000;
+
+  test('a backlog of four queues: at most that many log reads at once, and more workers above four', async () => {
+    // the backlog is written with the sink off, then drained twice by sinks of their own names
+    const w = await reg.start({ dataDir: data });
+    const pad = 'f'.repeat(1000);
+    for (const q of QUEUES) {
+      for (let from = 0; from < PER_QUEUE; from += 500) {
+        const items = [];
+        for (let i = from; i < from + 500; i++) items.push({ queue: q, partition: `p${i % 4}`, payload: { i, pad } });
+        assert.equal((await post(w.url, '/api/v1/push', { items })).status, 201);
+      }
+    }
+    // lease rows under the draining node's own name, as an earlier life of it would leave:
+    // it takes every queue back at once (no claim pacing), so the four drain side by side
+    for (const fc of [1, 8]) {
+      for (const q of QUEUES) {
+        const r = await api(w.url, 'PUT', `/api/v1/kv/queen-s3/${encodeURIComponent(`s3:fc${fc}:${q}:lease`)}`,
+          { value: { instance: 'fc-node', incarnation: 'earlier', sinceMs: 0 }, ttlMs: 60000 });
+        assert.equal(r.status, 200, r.text);
+      }
+    }
+    await w.stop();
+    for (const fc of [1, 8]) {
+      const node = await reg.start({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: QUEUES.join(','), QUEEN_S3_SINK: `fc${fc}`,
+        QUEEN_S3_PREFIX: `fc${fc}`, QUEEN_S3_TARGET_MB: '1', QUEEN_S3_FETCH_CONCURRENCY: String(fc) }), QUEEN_NODE_ID: 'fc-node' } });
+      await waitFor(`the backlog drained with QUEEN_S3_FETCH_CONCURRENCY=${fc}`, async () => {
+        const rows = (await s3Status(node)).sinks[0].queues;
+        return QUEUES.every((q) => (rows.find((r) => r.queue === q) || {}).records === PER_QUEUE);
+      }, 60000, node);
+      const st = await s3Status(node);
+      assert.equal(st.reads.limit, fc);
+      assert.equal(st.threads, Math.max(4, fc) + 1, 'the workers and the keeper');
+      if (fc === 1) {
+        assert.equal(st.reads.peak, 1, JSON.stringify(st.reads));
+        assert.ok(st.reads.waited > 0, `four queues contended for the one slot: ${JSON.stringify(st.reads)}`);
+      } else {
+        assert.ok(st.reads.peak >= 2, `reads ran side by side: ${JSON.stringify(st.reads)}`);
+        assert.ok(st.reads.peak <= fc);
+      }
+      assert.match(node.log, new RegExp(`fetch_concurrency=${fc} `));
+      await node.stop();
+    }
+  });
+});
+
 describe('Parquet objects', () => {
   let s3;
   let node;
@@ -360,6 +420,57 @@ describe('Parquet objects', () => {
     assert.equal(m.format, 'parquet');
     assert.equal(m.compression, 'snappy');
     assert.match(m.writer, /^queen-s3\/\S+ parquet\+snappy$/);
+  });
+  test('row groups of 100,000 records through the broker: DuckDB and hyparquet read every record back', async () => {
+    // the records are in the log before the sink starts, so one window holds them all
+    const data = tmpDir('queen-data-');
+    const w = await reg.start({ dataDir: data });
+    const N = 150000;
+    const PARTS = 7;
+    for (let from = 0; from < N; from += 5000) {
+      const items = [];
+      for (let i = from; i < from + 5000; i++) items.push({ queue: 'pqbig', partition: `part-${i % PARTS}`, payload: { i } });
+      assert.equal((await post(w.url, '/api/v1/push', { items })).status, 201);
+    }
+    await w.stop();
+    node = await reg.start({ dataDir: data, env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pqbig', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_ALIGN: 'none' }) });
+    await waitFor('the window of pqbig', async () => ((await queueRow(node, 'pqbig')) || {}).records >= N, 120000, node);
+    const objs = await s3.list(`queen/tenant=${TENANT}/queue=pqbig/`);
+    assert.equal(objs.length, 1, JSON.stringify(objs));
+    const file = path.join(dir, 'big', objs[0].key);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, await s3.get(objs[0].key));
+    const inst = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const db = await inst.connect();
+    const duck = async (sql) => (await db.runAndReadAll(sql)).getRowObjectsJson();
+    const groups = await duck(`SELECT row_group_id::INT AS rg, row_group_num_rows::INT AS n, stats_min_value AS lo, stats_max_value AS hi
+      FROM parquet_metadata('${file}') WHERE path_in_schema = 'partition' ORDER BY 1`);
+    // sorted by partition and offset: the first row group holds part-0 .. part-4 and some of part-4
+    const perPart = Math.ceil(N / PARTS);
+    assert.deepEqual(groups.map((g) => g.n), [100000, 50000]);
+    assert.deepEqual(groups.map((g) => [g.lo, g.hi]), [['part-0', `part-${Math.floor(99999 / perPart)}`], [`part-${Math.floor(100000 / perPart)}`, `part-${PARTS - 1}`]]);
+    const agg = await duck(`SELECT count(*)::INT AS c, count(DISTINCT partition)::INT AS p, sum((payload::JSON->>'i')::BIGINT)::BIGINT::VARCHAR AS s,
+      bool_and(payload = '{"i":' || ((payload::JSON->>'i')) || '}') AS exact FROM read_parquet('${file}')`);
+    assert.deepEqual(agg, [{ c: N, p: PARTS, s: String((N * (N - 1)) / 2), exact: true }]);
+    const offs = await duck(`SELECT partition, min("offset")::INT AS lo, max("offset")::INT AS hi, count(*)::INT AS n FROM read_parquet('${file}') GROUP BY 1 ORDER BY 1`);
+    for (const o of offs) assert.deepEqual([o.lo, o.hi], [0, o.n - 1], `${o.partition}: offsets 0..n-1`);
+    const buf = fs.readFileSync(file);
+    const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
+    const rows = await parquetReadObjects({ file: ab, compressors });
+    assert.equal(rows.length, N);
+    const seen = new Uint8Array(N);
+    let prev = null;
+    for (const r of rows) {
+      const i = JSON.parse(r.payload).i;
+      assert.equal(r.partition, `part-${i % PARTS}`);
+      assert.equal(Number(r.offset), Math.floor(i / PARTS));
+      seen[i]++;
+      const key = `${r.partition}/${String(r.offset).padStart(8, '0')}`;
+      if (prev !== null) assert.ok(prev < key, `sorted: ${prev} then ${key}`);
+      prev = key;
+    }
+    assert.ok(seen.every((x) => x === 1), 'every record once');
+    rmrf(data);
   });
 });
 
