@@ -13,7 +13,6 @@
 #include "app.h"
 #include "auth/auth.h"
 #include "core/arena.h"
-#include "core/log.h"
 #include "core/strmap.h"
 
 /* Tenants this node knows to have their row; forgotten all at once past this many (the next
@@ -76,8 +75,6 @@ static void on_checked(void *arg, int status, const char *msg, const auth_claims
     gate_ctx *g = arg;
     http_req *r = g->http;
     if (status != 200) {
-        if (status >= 500) /* the answer names this request: say which failure it met */
-            log_warn("auth", "request %s (%s %s): %s", r->request_id, r->method, http_route_pattern(r), msg);
         http_respond_error(r, status, "%s", msg);
         return;
     }

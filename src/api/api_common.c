@@ -260,8 +260,9 @@ void api_db_error_status(const db_req *d, int *status, const char **code, const 
     *sentence = "database unavailable: the database cannot be reached or the connection was lost; retry later";
 }
 
-void api_log_db_error(const http_req *r, const db_req *d)
+void api_log_db_error(http_req *r, const db_req *d)
 {
+    r->error_logged = 1;
     if (d->err == DB_SQL) {
         /* PostgreSQL's split: message, then detail and hint when it gave them */
         log_error("api", "request %s (%s %s): database error %s: %s%s%s%s%s", r->request_id, r->method,

@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "core/idring.h"
+#include "core/log.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -403,10 +404,14 @@ static void batch_fail(pop_batch *bt, const db_req *d, const char *msg)
     for (int i = 0; i < bt->n; i++) {
         bt->reqs[i]->in_db = 0;
         buf_free(&bt->reqs[i]->msgs);
-        if (d)
+        if (d) {
             respond_db_failure(bt->reqs[i], d);
-        else
+        } else {
+            http_req *r = bt->reqs[i]->http;
+            log_error("api", "request %s (%s %s): %s", r->request_id, r->method, http_route_pattern(r), msg);
+            r->error_logged = 1;
             respond_empty(bt->reqs[i], 500, msg);
+        }
     }
 }
 

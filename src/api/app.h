@@ -145,7 +145,7 @@ int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t
  * was unreachable or the connection was lost, database_timeout, database_overloaded) and the
  * request id; the log line with that id has PostgreSQL's message, detail, hint and SQLSTATE. */
 void api_db_error_status(const db_req *d, int *status, const char **code, const char **sentence);
-void api_log_db_error(const http_req *r, const db_req *d);
+void api_log_db_error(http_req *r, const db_req *d); /* sets r->error_logged */
 void api_respond_db_error(http_req *r, const db_req *d);
 /* The same for a failure another layer reported as a status and a message that may hold the
  * database's text (the push path): the message goes to the log only. */

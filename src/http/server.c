@@ -224,6 +224,11 @@ static void respond_error_v(http_req *r, int status, const char *code, const cha
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    if (status == 500 && !r->error_logged) {
+        log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
+                  msg);
+        r->error_logged = 1;
+    }
     buf b;
     buf_init(&b, 0);
     http_error_open(&b, r, status, code, msg);

@@ -43,6 +43,8 @@ struct http_req {
                                           * UTF-8 without NUL (url.h), checked before the handler */
     size_t param_lens[HTTP_MAX_PARAMS];
     char request_id[HTTP_REQUEST_ID_MAX + 1]; /* also the x-request-id header of the answer */
+    int error_logged;        /* a log line names this request's failure (set by whoever wrote it):
+                              * a 500 from http_respond_error* then logs nothing more */
     char *body;              /* owned copy of the request body (NUL-terminated), or NULL */
     size_t body_len;
     uint8_t tenant[16];      /* the request's tenant (default tenant until auth says otherwise) */
@@ -93,8 +95,9 @@ void http_respond_json(http_req *r, int status, const buf *json);
 /* Error answers: {"error": "<sentence>", "code": "<code>"[, "requestId": "<id>"]}. `error` is
  * the human sentence (the earlier release's one field, which its clients show); `code` is a
  * stable snake_case name a program can test (docs/http-api.md lists them); a 5xx answer also
- * carries requestId, the id of the log line that holds what went wrong. Message text that is
- * not valid UTF-8 (a cut name) is repaired with U+FFFD. */
+ * carries requestId, the id of the log line that holds what went wrong: a 500 answered here
+ * logs its sentence with the id unless error_logged says a line was written already. Message
+ * text that is not valid UTF-8 (a cut name) is repaired with U+FFFD. */
 /* The status's generic code: bad_request, not_found, internal_error, unavailable, ... */
 const char *http_status_code(int status);
 /* code NULL = http_status_code(status) */

@@ -393,6 +393,8 @@ describe('JWKS unreachable at boot', () => {
       const r = await get(node.url, '/status', bearer(sign('RS256', rsaPair().privateKey, { role: 'admin' }, { kid: 'a' })));
       assert.deepEqual([r.status, r.json], [500, { error: 'Failed to fetch JWKS', code: 'internal_error', requestId: r.headers.get('x-request-id') }]);
       assert.match(node.log, /JWKS fetch from http:\/\/127\.0\.0\.1:9\/jwks failed/);
+      // the request id of the answer names a log line
+      assert.match(node.log, new RegExp(`request ${r.headers.get('x-request-id')} \\(GET /status\\): answered 500: Failed to fetch JWKS`));
     } finally {
       await node.stop();
       rmrf(node.data);
