@@ -6,6 +6,9 @@
 # Without --url it starts build/release/queen on a fresh data directory and reports its RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/versions.sh
+queen_path_node # bench/partitions.mjs and bench/sink.mjs run on the Node the tests use
+require_node || exit 1
 
 url=""
 duration=10

@@ -41,6 +41,11 @@ mnt devpts /dev/pts -t devpts
 mnt tmpfs /dev/shm -t tmpfs
 mnt sysfs /sys -t sysfs
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# this machine's own certificate authorities (an egress proxy that re-signs TLS, where there is
+# one): the ca-certificates package adds them to the chroot's store when it installs
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+if [ -x "$root/usr/sbin/update-ca-certificates" ]; then chroot "$root" update-ca-certificates >/dev/null 2>&1 || true; fi
 
 # ---------------------------------------------------------------- the Dockerfile's steps
 env_args=()     # KEY=VALUE for env(1)
