@@ -27,7 +27,8 @@ pid=""
 cleanup() {
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
   # a postgres left by a failed run would keep the mounts busy
-  for p in $(ls /proc | grep -E '^[0-9]+$'); do
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
     if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then kill -KILL "$p" 2>/dev/null || true; fi
   done
   local i
@@ -106,7 +107,7 @@ for step in "${steps[@]}"; do
   esac
 done
 [ -n "$entrypoint" ] || { echo "check-dockerfile: the Dockerfile has no ENTRYPOINT" >&2; exit 1; }
-[ "$user" != root ] && [ "${user%%:*}" != 0 ] || { echo "check-dockerfile: the image runs as root" >&2; exit 1; }
+if [ "$user" = root ] || [ "${user%%:*}" = 0 ]; then echo "check-dockerfile: the image runs as root" >&2; exit 1; fi
 
 # ---------------------------------------------------------------- the image's entrypoint
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -141,7 +142,8 @@ wait "$pid" || code=$?
 pid=""
 [ "$code" -eq 0 ] || { tail -20 "$log"; echo "check-dockerfile: the broker exited $code on SIGTERM" >&2; exit 1; }
 left=""
-for p in $(ls /proc | grep -E '^[0-9]+$'); do
+for d in /proc/[0-9]*; do
+  p=${d#/proc/}
   if [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ]; then left+=" $p($(tr '\0' ' ' < "/proc/$p/cmdline" | cut -c1-60))"; fi
 done
 [ -z "$left" ] || { echo "check-dockerfile: still running in the chroot after SIGTERM:$left" >&2; exit 1; }

@@ -10,7 +10,6 @@
 #   scripts/check-fresh-debian.sh ROOT [--test]     ROOT: bootstrapped when it has no /bin
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$PWD
 root=${1:?usage: scripts/check-fresh-debian.sh ROOT [--test]}
 full=${2:-}
 mkdir -p "$root"
@@ -27,7 +26,8 @@ mounted=()
 pid=""
 in_chroot_pids() {
   local p
-  for p in $(ls /proc | grep -E '^[0-9]+$'); do
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
     [ "$(readlink "/proc/$p/root" 2>/dev/null)" = "$root" ] && echo "$p"
   done
   return 0

@@ -73,7 +73,13 @@ pg_found() {  # the bin directory and major version queen would use: "DIR MAJOR"
   [ -n "$best" ] && printf '%s %s' "$best" "$bestm"
   return 0
 }
-pg_ok() { local f; f=$(pg_found); set -- $f; [ -n "${2:-}" ] && [ "$2" -ge "$QUEEN_PG_MIN" ]; }
+pg_ok() {
+  local f
+  f=$(pg_found)
+  # shellcheck disable=SC2086 # "DIR MAJOR" into $1 $2
+  set -- $f
+  [ -n "${2:-}" ] && [ "$2" -ge "$QUEEN_PG_MIN" ]
+}
 
 if ! pg_ok && [ -z "${QUEEN_PG_BIN_DIR:-}" ]; then
   apt_prepare
@@ -91,6 +97,7 @@ if ! pg_ok && [ -z "${QUEEN_PG_BIN_DIR:-}" ]; then
 fi
 if ! pg_ok; then
   f=$(pg_found)
+  # shellcheck disable=SC2086 # "DIR MAJOR" into $1 $2
   set -- $f
   if [ -n "${2:-}" ]; then found="version $2 in $1"; else found="none${QUEEN_PG_BIN_DIR:+ in QUEEN_PG_BIN_DIR=$QUEEN_PG_BIN_DIR}"; fi
   die "queen needs PostgreSQL server binaries >= $QUEEN_PG_MIN (initdb, pg_ctl, postgres) and found $found"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sourced: the variables are used by the scripts that source it
 # versions.sh — the tool versions queen's build, tests and bench need, and the checks that say
 # in one sentence what was found instead. Sourced (from the repository root) by
 # scripts/install-deps.sh, scripts/run-integration.sh and bench/run.sh.
