@@ -136,7 +136,13 @@ grep -q '"payload":{"order":1,"status":"new","total":42.00}' <<<"$got" ||
   { echo "$got"; echo "check-dockerfile: the pushed payload did not come back byte for byte" >&2; exit 1; }
 echo "push and fetch: the payload came back byte for byte"
 
-kill -TERM "$pid"
+# $pid is the subshell around chroot: the signal goes to the broker itself, as docker stop sends it
+qpid=""
+for d in /proc/[0-9]*; do
+  if [ "$(readlink "$d/root" 2>/dev/null)" = "$root" ] && [ "$(readlink "$d/exe" 2>/dev/null)" = "$root${entrypoint%% *}" ]; then qpid=${d#/proc/}; fi
+done
+[ -n "$qpid" ] || { echo "check-dockerfile: no process of $entrypoint found" >&2; exit 1; }
+kill -TERM "$qpid"
 code=0
 wait "$pid" || code=$?
 pid=""
