@@ -18,9 +18,9 @@ case "$mode" in run | test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esa
 run_pkgs=(build-essential pkg-config libuv1-dev libh2o-dev libpq-dev libssl-dev libcurl4-openssl-dev
           libzstd-dev zlib1g-dev libsnappy-dev libjwt-dev)
 # unit tests (cmocka); fuzz targets (clang, plus its libFuzzer runtime for clang's own version,
-# below); S3 tests (zstd, boto3 on /usr/bin/python3); the deploy files' test (PyYAML); bench
-# (wrk, curl, openssl)
-test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 python3-yaml wrk curl openssl)
+# below); S3 tests (zstd, boto3 on /usr/bin/python3); the deploy files' test (PyYAML); pgrep
+# (procps, which a bare image lacks); bench (wrk, curl, openssl)
+test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 python3-yaml procps wrk curl openssl)
 
 die() { echo "install-deps: $*" >&2; exit 1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }

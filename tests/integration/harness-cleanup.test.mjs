@@ -109,7 +109,7 @@ test('passes but never stops its node', async () => {
   } finally { rmrf(dir); }
 });
 
-test('a test that hangs with its node running: the per-test timeout cancels it and the harness stops the node', async () => {
+test('a test that hangs with its node and a timer running: the per-test timeout cancels it, the harness stops the node and ends the stalled process', async () => {
   const dir = tmpDir('queen-meta-');
   const pidFile = path.join(dir, 'pids');
   const file = path.join(dir, 'hangs.test.mjs');
@@ -120,12 +120,15 @@ test('waits for ever', async () => {
   await new Promise((resolve) => setInterval(() => {}, 1000));
 });
 `);
-  const r = await runRunner(file, { TEST_TIMEOUT_MS: '20000' });
+  const r = await runRunner(file, { TEST_TIMEOUT_MS: '20000', QUEEN_TEST_STALL_MS: '5000' });
   const started = notes(pidFile);
   try {
     assert.equal(started.length, 1, r.out);
     assert.equal(r.code, 1, r.out);
+    // Node 20 ends the process itself once the cancelled test is reported, later ones keep it
+    // alive for the timer: then the harness's stall timer ends it
     assert.ok(r.ms < 120000, `the runner took ${r.ms} ms`);
+    assert.doesNotMatch(r.out, /still running after \d+ s: SIGTERM/);
     await assertNothingLeft(started);
   } finally { rmrf(dir); }
 });
@@ -142,7 +145,7 @@ note({ kind: 'queen', pid: node.proc.pid, data: node.data });
 setInterval(() => {}, 1000);
 test('passes', () => {});
 `);
-  const r = await runRunner(file, { TEST_FILE_TIMEOUT_S: '40' });
+  const r = await runRunner(file, { TEST_FILE_TIMEOUT_S: '40', QUEEN_TEST_STALL_MS: '600000' });
   const started = notes(pidFile);
   try {
     assert.equal(started.length, 1, r.out);

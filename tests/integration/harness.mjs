@@ -125,8 +125,23 @@ function killEverythingSync() {
 // node:test's after() in a plain script (bench/sink.mjs imports this file) would make it print
 // an empty TAP report.
 const IN_TEST_FILE = !!process.env.NODE_TEST_CONTEXT || /\.test\.m?js$/.test(process.argv[1] || '');
-if (IN_TEST_FILE) after(() => { for (const e of running) { try { e.unref?.(); } catch { /* gone */ } } });
+// A test cancelled by its timeout can leave a poll loop or a timer behind that keeps the
+// process alive, and then 'beforeExit' never comes: STALL_MS after the tests end, an unref'd
+// timer (it fires only when something else still holds the process) stops what is left and
+// ends the file with status 1.
+const STALL_MS = Number(process.env.QUEEN_TEST_STALL_MS || 60000);
 let verdictGiven = false;
+if (IN_TEST_FILE) {
+  after(() => {
+    for (const e of running) { try { e.unref?.(); } catch { /* gone */ } }
+    setTimeout(async () => {
+      process.stderr.write(`harness: the test process is still alive ${STALL_MS / 1000} s after its tests ended (a timer, socket or loop a test left behind): stopping ${running.size} started processes\n`);
+      verdictGiven = true;
+      await stopEverything();
+      process.exit(1);
+    }, STALL_MS).unref();
+  });
+}
 process.on('beforeExit', async () => {
   if (verdictGiven) return;
   verdictGiven = true;
