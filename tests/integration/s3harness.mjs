@@ -19,6 +19,8 @@
 //     await s3.get(key, bucket)           → Buffer, or null when the key does not exist
 //     await s3.put(key, body, bucket)     → status (to seed objects)
 //     await s3.stop()                     → kills the child by its PID, removes the directory
+//   The child is in harness.mjs's registry until it exits: a test file that ends with it still
+//   running fails, and the harness stops it (the fault proxy below too, without failing).
 //   list/get/put sign their requests with the small SigV4 implementation below (node:crypto),
 //   a second client independent of the C one; signedRequest(endpoint, { method, p, query,
 //   headers, body }) sends any other request with it.
