@@ -4,9 +4,9 @@
 --
 -- Any Queen-compatible broker: the answer is read as JSON, not matched against one broker's key
 -- order. A small scanner (wrk's Lua has no JSON library) walks the top-level object to its
--- "messages" array and counts the array's elements; for acks it takes each element's own
--- transactionId, partitionId and leaseId members (strings inside a payload never count, being
--- one level deeper). The ack answers (an array of {"success": ...}) count acks refused.
+-- "messages" array and counts the array's objects; for acks it takes each one's own
+-- transactionId, partitionId and leaseId members (keys inside a payload never count, being
+-- deeper). The ack answers (an array of {"success": ...}) count acks refused.
 local mode = os.getenv("MODE") or "autoack"
 local queue = os.getenv("QUEUE") or "bench"
 local batch = os.getenv("BATCH") or "100"
@@ -24,98 +24,81 @@ setup = function(thread)
 end
 
 -- ------------------------------------------------------------------ JSON scanning
--- Each function takes the body and the index of a value's first byte and returns the index just
--- past that value, or nil when the text is not JSON.
-local function skip_ws(s, i)
-  return s:find("[^ \t\r\n]", i)
-end
+-- One pass over the answer, byte by byte: a loop LuaJIT compiles (a string.find per token
+-- made this script, not the broker, the bottleneck). Depth 1 is inside the top-level object,
+-- 2 inside its "messages" array, 3 inside one message. Returns the number of objects in the
+-- top-level "messages" array (0 without one) and, with want_fields, each one's transactionId,
+-- partitionId and leaseId string members as raw JSON text (escapes kept, so they go back into
+-- a JSON body as they are); nil when the answer is not a JSON object.
+local byte, sub = string.byte, string.sub
 
-local function skip_string(s, i)
-  local j = i + 1
-  while true do
-    local k = s:find('["\\]', j)
-    if not k then return nil end
-    if s:byte(k) == 92 then j = k + 2 else return k + 1 end
-  end
-end
-
-local function skip_value(s, i)
-  local c = s:byte(i)
-  if c == 34 then return skip_string(s, i) end
-  if c == 123 or c == 91 then -- { [
-    local depth, j = 0, i
-    while true do
-      local k = s:find('[%[%]{}"]', j)
-      if not k then return nil end
-      local b = s:byte(k)
-      if b == 34 then
-        j = skip_string(s, k)
-        if not j then return nil end
-      else
-        if b == 123 or b == 91 then depth = depth + 1 else depth = depth - 1 end
-        j = k + 1
-        if depth == 0 then return j end
+local function scan(s, want_fields)
+  local len = #s
+  local i = 1
+  local b = byte(s, i)
+  while b == 32 or b == 9 or b == 10 or b == 13 do i = i + 1; b = byte(s, i) end
+  if b ~= 123 then return nil end
+  local is_object = {}    -- is_object[d]: depth d is inside an object (else an array)
+  local depth = 0
+  local expect_key = false
+  local key = nil         -- the last key read at depth 1, or at depth 3 of a message
+  local in_messages = false
+  local n = 0
+  local items = want_fields and {} or nil
+  local cur, field = nil, nil
+  while i <= len do
+    b = byte(s, i)
+    if b == 34 then -- a string: to its closing quote, over escapes
+      local j = i + 1
+      while true do
+        local c = byte(s, j)
+        if c == nil then return nil end
+        if c == 92 then j = j + 2 elseif c == 34 then break else j = j + 1 end
       end
-    end
-  end
-  local k = s:find("[,%]} \t\r\n]", i) -- a number, true, false or null
-  return k or (#s + 1)
-end
-
--- Calls fn(key, value_start, value_end) for each member of the object at i; returns the index
--- past the object, or nil.
-local function each_member(s, i, fn)
-  if s:byte(i) ~= 123 then return nil end
-  local j = i + 1
-  while true do
-    j = skip_ws(s, j)
-    if not j then return nil end
-    local b = s:byte(j)
-    if b == 125 then return j + 1 end
-    if b == 44 then
-      j = j + 1
+      if expect_key then
+        if depth == 1 or (cur and depth == 3) then key = sub(s, i + 1, j - 1) end
+        expect_key = false
+      elseif field then
+        cur[field] = sub(s, i + 1, j - 1)
+        field = nil
+      end
+      i = j + 1
+    elseif b == 58 then -- ':'
+      if cur and depth == 3 and (key == "transactionId" or key == "partitionId" or key == "leaseId") then
+        field = key
+      else
+        field = nil
+      end
+      i = i + 1
+    elseif b == 44 then -- ','
+      expect_key = is_object[depth]
+      field = nil
+      i = i + 1
+    elseif b == 123 or b == 91 then -- '{' '['
+      local obj = b == 123
+      if depth == 1 and not obj and key == "messages" then in_messages = true end
+      depth = depth + 1
+      is_object[depth] = obj
+      expect_key = obj
+      field = nil
+      if in_messages and depth == 3 and obj then
+        n = n + 1
+        if want_fields then cur = {} end
+      end
+      i = i + 1
+    elseif b == 125 or b == 93 then -- '}' ']'
+      if in_messages and depth == 3 and cur then items[#items + 1] = cur; cur = nil end
+      if in_messages and depth == 2 then in_messages = false end
+      depth = depth - 1
+      expect_key = false
+      field = nil
+      if depth == 0 then return n, items end
+      i = i + 1
     else
-      if b ~= 34 then return nil end
-      local kend = skip_string(s, j)
-      if not kend then return nil end
-      local key = s:sub(j + 1, kend - 2)
-      local colon = skip_ws(s, kend)
-      if not colon or s:byte(colon) ~= 58 then return nil end
-      local v = skip_ws(s, colon + 1)
-      if not v then return nil end
-      local vend = skip_value(s, v)
-      if not vend then return nil end
-      fn(key, v, vend)
-      j = vend
+      i = i + 1
     end
   end
-end
-
--- Calls fn(value_start, value_end) for each element of the array at i; returns the count, or nil.
-local function each_element(s, i, fn)
-  if s:byte(i) ~= 91 then return nil end
-  local j, n = i + 1, 0
-  while true do
-    j = skip_ws(s, j)
-    if not j then return nil end
-    local b = s:byte(j)
-    if b == 93 then return n end
-    if b == 44 then
-      j = j + 1
-    else
-      local vend = skip_value(s, j)
-      if not vend then return nil end
-      n = n + 1
-      fn(j, vend)
-      j = vend
-    end
-  end
-end
-
--- A string member's raw text (escapes kept, so it can go back into JSON as it is).
-local function raw_string(s, a, b)
-  if s:byte(a) ~= 34 then return nil end
-  return s:sub(a + 1, b - 2)
+  return nil
 end
 
 -- ------------------------------------------------------------------ requests
@@ -139,44 +122,28 @@ request = function()
   return wrk.format("GET", pop_path(nil))
 end
 
-local function read_ack_answer(body)
-  local s = skip_ws(body, 1)
-  if not s then return end
-  each_element(body, s, function(a)
-    each_member(body, a, function(key, v, vend)
-      if key == "success" and body:sub(v, vend - 1) ~= "true" then ackfail = ackfail + 1 end
-    end)
-  end)
-end
-
 response = function(status, headers, body)
   if status == 204 then empty = empty + 1; return end
   if status ~= 200 or not body or #body == 0 then return end
-  local s = skip_ws(body, 1)
-  if not s then unreadable = unreadable + 1; return end
-  if body:byte(s) == 91 then read_ack_answer(body); return end -- an ack's answer
-  local got, items = 0, {}
-  local ok = each_member(body, s, function(key, v)
-    if key ~= "messages" then return end
-    got = each_element(body, v, function(a)
-      if mode ~= "ack" then return end
-      local txn, part, lease
-      each_member(body, a, function(k, mv, mvend)
-        if k == "transactionId" then txn = raw_string(body, mv, mvend)
-        elseif k == "partitionId" then part = raw_string(body, mv, mvend)
-        elseif k == "leaseId" then lease = raw_string(body, mv, mvend) end
-      end)
-      if txn and part then
-        items[#items + 1] = string.format('{"transactionId":"%s","partitionId":"%s"%s}', txn, part,
-          (lease and #lease > 0) and string.format(',"leaseId":"%s"', lease) or "")
-      end
-    end) or 0
-  end)
-  if not ok then unreadable = unreadable + 1; return end
+  local first = body:match("^%s*(.)")
+  if first == "[" then
+    -- an ack's answer: an array of {"index":..,"success":..}; a refused ack says false
+    for _ in body:gmatch('"success"%s*:%s*false') do ackfail = ackfail + 1 end
+    return
+  end
+  local got, items = scan(body, mode == "ack")
+  if not got then unreadable = unreadable + 1; return end
   if got == 0 then empty = empty + 1; return end
   messages = messages + got
-  if mode == "ack" and #items > 0 then
-    acks[#acks + 1] = '{"acknowledgments":[' .. table.concat(items, ",") .. ']}'
+  if mode == "ack" then
+    local acks_out = {}
+    for _, m in ipairs(items) do
+      if m.transactionId and m.partitionId then
+        acks_out[#acks_out + 1] = string.format('{"transactionId":"%s","partitionId":"%s"%s}', m.transactionId, m.partitionId,
+          (m.leaseId and #m.leaseId > 0) and string.format(',"leaseId":"%s"', m.leaseId) or "")
+      end
+    end
+    if #acks_out > 0 then acks[#acks + 1] = '{"acknowledgments":[' .. table.concat(acks_out, ",") .. ']}' end
   end
 end
 
