@@ -128,6 +128,7 @@ static void fill_part(const PGresult *r, int row, sinkdb_part *p)
     p->start_offset = col_i64(r, row, 3);
     p->next_offset = col_i64(r, row, 4);
     p->last_offset = -1;
+    p->last_ts = 0;
 }
 
 int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budget, int64_t align_us,
@@ -166,6 +167,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
             } else if (kind == 2 && cb->on_part) {
                 sinkdb_part p;
                 fill_part(r, 0, &p);
+                p.last_ts = col_i64(r, 0, 6);
                 cb->on_part(cb->arg, &p);
             } else if (kind == 1 && cb->on_seg) {
                 sinkdb_seg sg;
@@ -179,7 +181,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
                 sg.data_len = (size_t)PQgetlength(r, 0, 8);
                 if (cb->on_seg(cb->arg, &sg)) {
                     set_err(d, "reading the log", "a segment could not be decoded");
-                    rc = -1; /* the rest of the answer is read and dropped */
+                    rc = -2; /* the rest of the answer is read and dropped */
                 }
             }
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {
