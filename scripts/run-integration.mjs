@@ -5,8 +5,8 @@
 //     node cancels it and the file's after() hooks run (the harness stops what it started);
 //   - every file has TEST_FILE_TIMEOUT_S (default 1200) in all: past it its process group gets
 //     SIGTERM (the harness kills what it started, queen nodes drain), 15 s later SIGKILL;
-//   - a process still in a file's group once the file has exited (a queen node, an s3rver it
-//     started and lost) is listed, killed, and fails the file.
+//   - a process still in a file's group 10 s after the file's node --test has exited (a queen
+//     node, an s3rver it started and lost) is listed, killed, and fails the file.
 // Each file's output is printed when it ends; the last line is the total:
 //   integration: N passed, N failed, N skipped
 // Exit status 0 only when every file passed.
@@ -20,6 +20,7 @@ const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 2));
 const testTimeoutMs = Number(process.env.TEST_TIMEOUT_MS || 300000);
 const fileTimeoutS = Number(process.env.TEST_FILE_TIMEOUT_S || 1200);
 const KILL_GRACE_MS = 15000;
+const LEFTOVER_GRACE_MS = 10000;
 
 if (files.length === 0) {
   console.error('run-integration: no test files');
@@ -83,11 +84,17 @@ function runFile(file, index) {
       killGroup(pgid, 'SIGTERM');
       killer = setTimeout(() => killGroup(pgid, 'SIGKILL'), KILL_GRACE_MS);
     }, fileTimeoutS * 1000);
-    child.on('close', (code, signal) => {
+    child.on('close', async (code, signal) => {
       clearTimeout(watchdog);
+      // node --test exits before the file's process when a signal ends them: the harness in
+      // that process is still stopping what it started, so give the group a moment to empty
+      let leftovers = groupMembers(pgid);
+      for (let waited = 0; leftovers.length && waited < LEFTOVER_GRACE_MS; waited += 200) {
+        await new Promise((r) => setTimeout(r, 200));
+        leftovers = groupMembers(pgid);
+      }
       if (killer) clearTimeout(killer);
       live.delete(pgid);
-      const leftovers = groupMembers(pgid);
       if (leftovers.length) {
         out += `\nrun-integration: ${file} left ${leftovers.length} process(es) running, killed now:\n`
           + leftovers.map((p) => `  pid ${p.pid}: ${p.cmd}\n`).join('');

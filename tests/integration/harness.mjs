@@ -57,7 +57,7 @@ export async function within(promise, ms) {
 // ---------------------------------------------------------------- the registry
 
 // Every process (or in-process server) started for the file and not stopped yet:
-//   { kind: 'queen' | 'proxy' | 's3rver' | 'postgres', what, stop: async (), killSync: (), unref: () }
+//   { kind: 'queen' | 'proxy' | 's3rver' | 'postgres', what, pid, stop: async (), killSync: (), unref: () }
 // stop() is the graceful way (awaited at 'beforeExit'), killSync() the last resort run from the
 // exit hook, where nothing asynchronous runs any more; unref() (optional) lets the process exit
 // with the thing still running. Returns the function that takes the
@@ -86,11 +86,29 @@ function postmasterRunning(pgdata) {
   }
 }
 
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+// A process that is gone or a zombie (nothing reaps it while the exit hook runs).
+function deadOrZombie(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return true;
+  }
+}
+
 function stopEmbeddedClusters() {
   for (const dir of embeddedDirs) {
     const pgdata = path.join(dir, 'pg');
+    if (!postmasterRunning(pgdata)) continue;
+    try { runAsPg(pgBin('pg_ctl'), ['-D', pgdata, '-m', 'immediate', '-w', 'stop']); } catch { /* best effort */ }
     if (postmasterRunning(pgdata)) {
-      try { runAsPg(pgBin('pg_ctl'), ['-D', pgdata, '-m', 'immediate', '-w', 'stop']); } catch { /* best effort */ }
+      // pg_ctl could not stop it: the postmaster itself (SIGQUIT is its immediate shutdown)
+      const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      try { process.kill(pid, 'SIGQUIT'); } catch { /* gone */ }
     }
   }
 }
@@ -110,8 +128,14 @@ export async function stopEverything() {
 }
 
 function killEverythingSync() {
-  for (const e of running) { try { e.killSync(); } catch { /* gone */ } }
+  const pids = [];
+  for (const e of running) {
+    try { e.killSync(); } catch { /* gone */ }
+    if (e.pid) pids.push(e.pid);
+  }
   running.clear();
+  // a node still alive could restart its cluster (it checks every 2 s): wait for the nodes first
+  for (let i = 0; i < 100 && !pids.every(deadOrZombie); i++) sleepSync(50);
   stopEmbeddedClusters();
 }
 
@@ -152,8 +176,13 @@ process.on('beforeExit', async () => {
   }
 });
 process.on('exit', killEverythingSync);
+// `on`, not `once`: node --test's own process passes the signal on to this one, and a second
+// SIGTERM with no listener left would end the process in the middle of the cleanup
+let signalled = false;
 for (const sig of ['SIGTERM', 'SIGINT']) {
-  process.once(sig, () => {
+  process.on(sig, () => {
+    if (signalled) return;
+    signalled = true;
     process.stderr.write(`harness: ${sig}: killing ${running.size} started processes\n`);
     killEverythingSync();
     process.exit(128 + os.constants.signals[sig]);
@@ -233,7 +262,7 @@ export async function startQueen({ env = {}, dataDir, waitHealthy = true, timeou
   };
   if (!fullEnv.QUEEN_PG_URL && !fullEnv.PG_HOST) embeddedDirs.add(data);
   const untrack = track({
-    kind: 'queen', what: `pid ${proc.pid} on port ${port} (${data})`,
+    kind: 'queen', what: `pid ${proc.pid} on port ${port} (${data})`, pid: proc.pid,
     stop: async () => {
       if (!node.exited) proc.kill('SIGTERM');
       const res = await within(node.exitPromise, 30000);

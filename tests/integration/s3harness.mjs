@@ -188,7 +188,7 @@ export async function startS3({ buckets = ['lake'] } = {}) {
   // a failed test that never calls stop(): the harness stops it when the file ends
   let s3 = null;
   const untrack = track({
-    kind: 's3rver', what: `pid ${child.pid} (${dir})`,
+    kind: 's3rver', what: `pid ${child.pid} (${dir})`, pid: child.pid,
     stop: async () => { if (s3) await s3.stop(); else child.kill('SIGKILL'); },
     killSync: () => child.kill('SIGKILL'),
     unref: () => { child.unref(); child.stdout.unref(); child.stderr.unref(); },
