@@ -1,6 +1,9 @@
 # queen — build, test, run, bench. GNU make + pkg-config; see README.md.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+# A Node.js that scripts/install-deps.sh brought (when the one on PATH is older than the tests
+# need) comes first for every recipe: tests, bench and npm.
+export PATH := $(CURDIR)/.tools/node/bin:$(PATH)
 
 CC      ?= cc
 FUZZCC  ?= clang

@@ -1,11 +1,23 @@
 // harness.mjs — starts the real `queen` binary (and, when a test needs one, a throwaway
 // PostgreSQL) on free loopback ports, and tears them down. Every node a test starts is
 // stopped with SIGTERM and must exit 0 with no sanitizer report in its log.
+//
+// Nothing a test file starts outlives it, whatever its tests' outcome: every queen node,
+// throwaway PostgreSQL, s3rver and fault proxy is in a registry (track() below) until it is
+// stopped, and when the file ends the harness stops what is left —
+//   - once every test and every after() hook of the file is done, failed or not ('beforeExit',
+//     see the registry below): queen nodes with SIGTERM (SIGKILL after 30 s), then proxies,
+//     s3rver and the PostgreSQL clusters, the embedded ones of nodes that were killed with
+//     SIGKILL included; a queen node or s3rver still running there fails the file (the test
+//     forgot to stop it);
+//   - on process exit, SIGTERM or SIGINT (a file cancelled by the runner's timeout): SIGKILL
+//     for the processes, `pg_ctl stop -m immediate` for the clusters.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -34,6 +46,149 @@ export async function freePort() {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// promise's value, or null after ms; the timer is cleared either way, so a finished wait does not
+// keep the test process alive for the rest of ms.
+export async function within(promise, ms) {
+  let timer;
+  const timeout = new Promise((r) => { timer = setTimeout(() => r(null), ms); });
+  try { return await Promise.race([promise, timeout]); } finally { clearTimeout(timer); }
+}
+
+// ---------------------------------------------------------------- the registry
+
+// Every process (or in-process server) started for the file and not stopped yet:
+//   { kind: 'queen' | 'proxy' | 's3rver' | 'postgres', what, pid, stop: async (), killSync: (), unref: () }
+// stop() is the graceful way (awaited at 'beforeExit'), killSync() the last resort run from the
+// exit hook, where nothing asynchronous runs any more; unref() (optional) lets the process exit
+// with the thing still running. Returns the function that takes the
+// entry out (call it once the thing is stopped).
+const running = new Set();
+export function track(entry) {
+  running.add(entry);
+  return () => running.delete(entry);
+}
+// Embedded clusters: a node's data directory, from its start until the file ends. A node killed
+// with SIGKILL leaves its cluster running (the next start adopts it); whatever is still running
+// at the end is stopped.
+const embeddedDirs = new Set();
+// The kinds whose leftovers fail the file, in the order they are stopped.
+const KIND_ORDER = ['queen', 'proxy', 's3rver', 'postgres'];
+const LEAKS_FAIL = new Set(['queen', 's3rver']);
+
+function postmasterRunning(pgdata) {
+  try {
+    const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    if (!pid) return false;
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+// A process that is gone or a zombie (nothing reaps it while the exit hook runs).
+function deadOrZombie(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+function stopEmbeddedClusters() {
+  for (const dir of embeddedDirs) {
+    const pgdata = path.join(dir, 'pg');
+    if (!postmasterRunning(pgdata)) continue;
+    try { runAsPg(pgBin('pg_ctl'), ['-D', pgdata, '-m', 'immediate', '-w', 'stop']); } catch { /* best effort */ }
+    if (postmasterRunning(pgdata)) {
+      // pg_ctl could not stop it: the postmaster itself (SIGQUIT is its immediate shutdown)
+      const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      try { process.kill(pid, 'SIGQUIT'); } catch { /* gone */ }
+    }
+  }
+}
+
+// What is still running, stopped gracefully; returns the descriptions of the leaks that fail.
+export async function stopEverything() {
+  const leaks = [];
+  const entries = [...running].sort((a, b) => KIND_ORDER.indexOf(a.kind) - KIND_ORDER.indexOf(b.kind));
+  for (const e of entries) {
+    if (!running.has(e)) continue;
+    if (LEAKS_FAIL.has(e.kind)) leaks.push(`${e.kind} ${e.what}`);
+    try { await e.stop(); } catch (err) { leaks.push(`${e.kind} ${e.what}: stopping it failed: ${err.message.split('\n')[0]}`); }
+    running.delete(e);
+  }
+  stopEmbeddedClusters();
+  return leaks;
+}
+
+function killEverythingSync() {
+  const pids = [];
+  for (const e of running) {
+    try { e.killSync(); } catch { /* gone */ }
+    if (e.pid) pids.push(e.pid);
+  }
+  running.clear();
+  // a node still alive could restart its cluster (it checks every 2 s): wait for the nodes first
+  for (let i = 0; i < 100 && !pids.every(deadOrZombie); i++) sleepSync(50);
+  stopEmbeddedClusters();
+}
+
+// When the file's tests are done, the file's own after() hooks may still stop what they
+// started, and a hook of ours cannot be sure to run after theirs (root hooks run in the order
+// they were registered, and this file is imported first). So the root after() hook registered
+// here only unrefs what is still running, so that it no longer keeps the process alive; the
+// verdict comes at 'beforeExit', once every hook is done and nothing else is left: anything
+// still running then is a leak, stopped here, and a queen node or s3rver fails the file
+// (exit status 1, which node --test reports as the file failing). Only in a test file:
+// node:test's after() in a plain script (bench/sink.mjs imports this file) would make it print
+// an empty TAP report.
+const IN_TEST_FILE = !!process.env.NODE_TEST_CONTEXT || /\.test\.m?js$/.test(process.argv[1] || '');
+// A test cancelled by its timeout can leave a poll loop or a timer behind that keeps the
+// process alive, and then 'beforeExit' never comes: STALL_MS after the tests end, an unref'd
+// timer (it fires only when something else still holds the process) stops what is left and
+// ends the file with status 1.
+const STALL_MS = Number(process.env.QUEEN_TEST_STALL_MS || 60000);
+let verdictGiven = false;
+if (IN_TEST_FILE) {
+  after(() => {
+    for (const e of running) { try { e.unref?.(); } catch { /* gone */ } }
+    setTimeout(async () => {
+      process.stderr.write(`harness: the test process is still alive ${STALL_MS / 1000} s after its tests ended (a timer, socket or loop a test left behind): stopping ${running.size} started processes\n`);
+      verdictGiven = true;
+      await stopEverything();
+      process.exit(1);
+    }, STALL_MS).unref();
+  });
+}
+process.on('beforeExit', async () => {
+  if (verdictGiven) return;
+  verdictGiven = true;
+  const leaks = await stopEverything();
+  if (leaks.length) {
+    process.stderr.write(`harness: still running when the file's tests ended, stopped by the harness (a test must stop what it starts, failed or not): ${leaks.join('; ')}\n`);
+    process.exitCode = 1;
+  }
+});
+process.on('exit', killEverythingSync);
+// `on`, not `once`: node --test's own process passes the signal on to this one, and a second
+// SIGTERM with no listener left would end the process in the middle of the cleanup
+let signalled = false;
+for (const sig of ['SIGTERM', 'SIGINT']) {
+  process.on(sig, () => {
+    if (signalled) return;
+    signalled = true;
+    process.stderr.write(`harness: ${sig}: killing ${running.size} started processes\n`);
+    killEverythingSync();
+    process.exit(128 + os.constants.signals[sig]);
+  });
+}
+
 function pgBin(name) {
   const base = '/usr/lib/postgresql';
   const versions = fs.readdirSync(base).filter((v) => fs.existsSync(path.join(base, v, 'bin', name)))
@@ -57,12 +212,15 @@ export async function startPostgres({ fast = true } = {}) {
   if (IS_ROOT) spawnSync('chown', ['-R', 'postgres:postgres', dir]);
   runAsPg(pgBin('initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
   const port = await freePort();
+  const stopNow = () => { if (postmasterRunning(data)) runAsPg(pgBin('pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']); };
+  let untrack = null;
   const pg = {
     dir, data, sock, port,
     url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
     start() {
       const o = `-p ${port} -k ${sock} -c listen_addresses=127.0.0.1 -c max_connections=200` + (fast ? ' -F -c synchronous_commit=off' : '');
       runAsPg(pgBin('pg_ctl'), ['-D', data, '-l', path.join(dir, 'log'), '-w', '-o', o, 'start']);
+      untrack ??= track({ kind: 'postgres', what: `on port ${port} (${data})`, stop: async () => pg.destroy(), killSync: stopNow });
     },
     stop(mode = 'fast') {
       runAsPg(pgBin('pg_ctl'), ['-D', data, '-m', mode, '-w', 'stop']);
@@ -72,8 +230,9 @@ export async function startPostgres({ fast = true } = {}) {
       return r.stdout.trim();
     },
     destroy() {
-      try { this.stop('immediate'); } catch { /* already stopped */ }
+      try { pg.stop('immediate'); } catch { /* already stopped */ }
       fs.rmSync(dir, { recursive: true, force: true });
+      if (untrack) { untrack(); untrack = null; }
     },
   };
   pg.start();
@@ -101,12 +260,23 @@ export async function startQueen({ env = {}, dataDir, waitHealthy = true, timeou
     exited: null,
     exitPromise: null,
   };
+  if (!fullEnv.QUEEN_PG_URL && !fullEnv.PG_HOST) embeddedDirs.add(data);
+  const untrack = track({
+    kind: 'queen', what: `pid ${proc.pid} on port ${port} (${data})`, pid: proc.pid,
+    stop: async () => {
+      if (!node.exited) proc.kill('SIGTERM');
+      const res = await within(node.exitPromise, 30000);
+      if (!res) { proc.kill('SIGKILL'); await node.exitPromise; }
+    },
+    killSync: () => proc.kill('SIGKILL'),
+    unref: () => { proc.unref(); proc.stdout.unref(); proc.stderr.unref(); },
+  });
   proc.stdout.on('data', (d) => { node.log += d; });
   proc.stderr.on('data', (d) => { node.log += d; });
-  node.exitPromise = new Promise((resolve) => proc.on('exit', (code, signal) => { node.exited = { code, signal }; resolve(node.exited); }));
+  node.exitPromise = new Promise((resolve) => proc.on('exit', (code, signal) => { node.exited = { code, signal }; untrack(); resolve(node.exited); }));
   node.stop = async (signal = 'SIGTERM', { expectCode = 0, timeoutMs: t = 30000 } = {}) => {
     if (!node.exited) proc.kill(signal);
-    const res = await Promise.race([node.exitPromise, sleep(t).then(() => null)]);
+    const res = await within(node.exitPromise, t);
     if (!res) { proc.kill('SIGKILL'); await node.exitPromise; throw new Error(`node did not exit after ${signal}\n${node.log}`); }
     if (signal !== 'SIGKILL') {
       checkSanitizers(node.log);

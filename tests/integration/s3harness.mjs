@@ -19,6 +19,8 @@
 //     await s3.get(key, bucket)           → Buffer, or null when the key does not exist
 //     await s3.put(key, body, bucket)     → status (to seed objects)
 //     await s3.stop()                     → kills the child by its PID, removes the directory
+//   The child is in harness.mjs's registry until it exits: a test file that ends with it still
+//   running fails, and the harness stops it (the fault proxy below too, without failing).
 //   list/get/put sign their requests with the small SigV4 implementation below (node:crypto),
 //   a second client independent of the C one; signedRequest(endpoint, { method, p, query,
 //   headers, body }) sends any other request with it.
@@ -62,7 +64,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 
-import { ROOT, tmpDir } from './harness.mjs';
+import { ROOT, tmpDir, track } from './harness.mjs';
 
 export const S3RVER_KEY = 'S3RVER';
 export const S3RVER_SECRET = 'S3RVER';
@@ -177,22 +179,24 @@ s.run().then((a) => process.stdout.write(JSON.stringify({ port: a.port }) + '\\n
 process.on('SIGTERM', () => s.close(() => process.exit(0)));
 `;
 
-// s3rver children still running when the test process exits (a failed test that never
-// called stop()) are killed with it.
-const children = new Set();
-process.on('exit', () => { for (const pid of children) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } } });
-
 export async function startS3({ buckets = ['lake'] } = {}) {
   const dir = tmpDir('queen-s3rver-');
   const child = spawn(process.execPath, ['-e', CHILD], {
     env: { PATH: process.env.PATH, NODE_OPTIONS: '--openssl-legacy-provider', S3H_ROOT: ROOT, S3H_DIR: dir, S3H_BUCKETS: JSON.stringify(buckets) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.add(child.pid);
+  // a failed test that never calls stop(): the harness stops it when the file ends
+  let s3 = null;
+  const untrack = track({
+    kind: 's3rver', what: `pid ${child.pid} (${dir})`, pid: child.pid,
+    stop: async () => { if (s3) await s3.stop(); else child.kill('SIGKILL'); },
+    killSync: () => child.kill('SIGKILL'),
+    unref: () => { child.unref(); child.stdout.unref(); child.stderr.unref(); },
+  });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => { children.delete(child.pid); resolve({ code, signal }); }));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => { untrack(); resolve({ code, signal }); }));
   const port = await new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`s3rver did not start in 15 s: ${err}`)), 15000);
     child.stdout.on('data', (d) => {
@@ -204,7 +208,7 @@ export async function startS3({ buckets = ['lake'] } = {}) {
   });
   const endpoint = `http://127.0.0.1:${port}`;
   const bucket = buckets[0];
-  const s3 = {
+  s3 = {
     endpoint, port, dir, bucket, pid: child.pid,
     vhostEndpoint: `http://s3.localhost:${port}`,
     accessKey: S3RVER_KEY, secretKey: S3RVER_SECRET, region: 'us-east-1',
@@ -395,7 +399,10 @@ export async function startFaultProxy(target) {
   server.keepAliveTimeout = 30000;
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address();
-  return {
+  // a proxy a failed test never stops would keep the test process alive: the harness stops it
+  const untrack = track({ kind: 'proxy', what: `fault proxy on port ${port}`, stop: async () => proxy.stop(), killSync: () => {},
+    unref: () => { server.unref(); for (const s of sockets) s.unref(); } });
+  const proxy = {
     endpoint: `http://127.0.0.1:${port}`, port, requests,
     fault(mode, opts = {}) { rules.push({ mode, ...opts }); return this; },
     pass() { rules.length = 0; return this; },
@@ -405,10 +412,12 @@ export async function startFaultProxy(target) {
       return [...uploads.values()].map((u) => ({ uploadId: u.uploadId, key: u.key, parts: [...u.parts.values()].sort((a, b) => a.partNumber - b.partNumber) }));
     },
     async stop() {
+      untrack();
       for (const s of sockets) s.destroy();
       agent.destroy();
-      await new Promise((resolve) => server.close(() => resolve()));
+      if (server.listening) await new Promise((resolve) => server.close(() => resolve()));
     },
   };
+  return proxy;
 }
 

