@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, post, rmrf, runBoot, sleep, startQueen } from './harness.mjs';
+import { api, get, logMatch, post, rmrf, runBoot, sleep, startQueen } from './harness.mjs';
 import { bearer, edPair, jwk, jwksServer, nowS, rsaPair, sign } from './jwt.mjs';
 
 const SECRET = 'integration-secret-of-at-least-32-bytes';
@@ -394,7 +394,7 @@ describe('JWKS unreachable at boot', () => {
       assert.deepEqual([r.status, r.json], [500, { error: 'Failed to fetch JWKS', code: 'internal_error', requestId: r.headers.get('x-request-id') }]);
       assert.match(node.log, /JWKS fetch from http:\/\/127\.0\.0\.1:9\/jwks failed/);
       // the request id of the answer names a log line
-      assert.match(node.log, new RegExp(`request ${r.headers.get('x-request-id')} \\(GET /status\\): answered 500: Failed to fetch JWKS`));
+      await logMatch(node, new RegExp(`request ${r.headers.get('x-request-id')} \\(GET /status\\): answered 500: Failed to fetch JWKS`));
     } finally {
       await node.stop();
       rmrf(node.data);

@@ -48,7 +48,12 @@ function checkDbFailure(r, ctx, codes) {
   return id;
 }
 
-const logLine = (id) => node.log.split('\n').find((l) => l.includes(`request ${id} `));
+// the node's output reaches the test asynchronously: wait (up to 5 s) for the request's line
+async function logLine(id) {
+  const find = () => node.log.split('\n').find((l) => l.includes(`request ${id} `));
+  for (const end = Date.now() + 5000; !find() && Date.now() < end;) await sleep(20);
+  return find();
+}
 
 // The routes whose answer needs the database (the others answer without it).
 const NO_DB = new Set(['GET /metrics', 'GET /metrics/prometheus', 'GET /health', 'GET /status']);
@@ -73,7 +78,7 @@ test('an SQL error on every route class: a stable code, the request id, PostgreS
     }
     const id = checkDbFailure(r, ctx, ['database_error']);
     assert.equal(r.status, 500, ctx);
-    const line = logLine(id);
+    const line = await logLine(id);
     assert.ok(line, `${ctx}: no log line for request ${id}`);
     assert.match(line, /database error [0-9A-Z]{5}: .*does not exist/, line);
     failed++;
@@ -106,7 +111,7 @@ test('a write PostgreSQL refuses with a DETAIL: the log keeps message, detail an
     pg.psql('ALTER TABLE queen.kv DROP CONSTRAINT dberror_test');
   }
   const id = checkDbFailure(r, 'PUT kv', ['database_error']);
-  const line = logLine(id);
+  const line = await logLine(id);
   assert.ok(line, `no log line for request ${id}:\n${node.log.slice(-2000)}`);
   assert.match(line, /database error 23514: new row for relation "kv" violates check constraint "dberror_test"; detail: Failing row contains/, line);
   assert.equal((await api(node.url, 'PUT', '/api/v1/kv/ns/k', { value: { v: 1 } })).status, 200);

@@ -300,6 +300,16 @@ export async function startQueen({ env = {}, dataDir, waitHealthy = true, timeou
   return node;
 }
 
+// Resolves once the node's captured log matches `re` (its output is read asynchronously, so a
+// line written before an answer may reach the test after it); throws with the log after `ms`.
+export async function logMatch(node, re, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!re.test(node.log)) {
+    if (Date.now() > end) throw new Error(`log did not match ${re} within ${ms} ms:\n${node.log}`);
+    await sleep(20);
+  }
+}
+
 export function checkSanitizers(log) {
   if (/ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer/.test(log)) {
     throw new Error('sanitizer report in node log:\n' + log);
