@@ -131,7 +131,7 @@ const char ADMIN_QUEUES_SQL[] =
 /* $1 tenant, $2 queue, $3 max partitions. One row per partition (one row with NULL partition
  * columns when the queue has none; no row when the queue does not exist). */
 const char ADMIN_QUEUE_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, q.options::text, "
+    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, queen.queue_options_v1(q.options)::text, "
     "q.configured, v.uuid, v.name, v.created_us, v.total, v.completed, v.processing, v.pending, v.start_offset, "
     "v.next_offset, v.last_ts, "
     "(SELECT s.ts FROM queen.segments s WHERE s.partition_id = v.partition_id AND s.last_offset >= v.start_offset "
@@ -186,7 +186,7 @@ const char ADMIN_LIST_MESSAGES_SQL[] =
 
 /* $1 tenant, $2 partition uuid */
 const char ADMIN_MESSAGE_PARTITION_SQL[] =
-    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, q.options::text "
+    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, queen.queue_options_v1(q.options)::text "
     "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
 
 /* $1 tenant, $2 partition uuid, $3 txn, $4 message id's partition, $5 its offset, $6 scan

@@ -1,7 +1,7 @@
 /* api_groups.c — consumer-group management: listing with real lag, lagging partitions, one
  * group's positions, deletion, subscription start, and seeks (replay) by end, start,
  * timestamp or offset. Shapes follow the earlier release (docs/http-api.md). Lag is computed
- * from dense offsets by queen.group_lag_v1 (migration 004), so it is exact. */
+ * from dense offsets by queen.group_lag_v1, so it is exact. */
 #include <stdio.h>
 #include <string.h>
 

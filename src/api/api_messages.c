@@ -356,11 +356,13 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
     return 0;
 }
 
-static void option_or(buf *b, const json_doc *d, int ok, const char *key, const char *def)
+/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
+ * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
+static void option_or(buf *b, const json_doc *d, int ok, const char *key)
 {
     int t = ok ? json_get(d, 0, key) : -1;
     if (t < 0) {
-        buf_puts(b, def);
+        buf_puts(b, "null");
         return;
     }
     size_t n;
@@ -498,22 +500,22 @@ static void on_message(api_query *q, PGresult *const *res)
     buf_printf(&b, ",\"retryCount\":%lld,\"leaseExpiresAt\":",
                (long long)(dl_row >= 0 ? res_i64(dl, dl_row, 4) : st == REC_PROCESSING ? retry : 0));
     admin_iso_ms_or_null(&b, st == REC_PROCESSING ? lease_exp : 0);
-    /* the stored options are the validated full set (configure is a full overwrite) */
+    /* the effective options: stored over the defaults (queen.queue_options_v1) */
     size_t optlen;
     const char *opts = res_text(pi, 0, 8, &optlen);
     json_doc od;
     memset(&od, 0, sizeof od);
     int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
     buf_puts(&b, ",\"queueConfig\":{\"leaseTime\":");
-    option_or(&b, &od, ok, "leaseTime", "300");
+    option_or(&b, &od, ok, "leaseTime");
     buf_puts(&b, ",\"retryLimit\":");
-    option_or(&b, &od, ok, "retryLimit", "3");
+    option_or(&b, &od, ok, "retryLimit");
     buf_puts(&b, ",\"retryDelay\":");
-    option_or(&b, &od, ok, "retryDelay", "1000");
+    option_or(&b, &od, ok, "retryDelay");
     buf_puts(&b, ",\"ttl\":");
-    option_or(&b, &od, ok, "ttl", "3600");
+    option_or(&b, &od, ok, "ttl");
     buf_puts(&b, ",\"priority\":");
-    option_or(&b, &od, ok, "priority", "0");
+    option_or(&b, &od, ok, "priority");
     json_doc_free(&od);
     const char *type = has_qm && nbus ? "hybrid" : has_qm ? "queue" : nbus ? "bus" : "none";
     buf_printf(&b, "},\"mode\":{\"hasQueueMode\":%s,\"busGroupsCount\":%d,\"consumedByGroups\":%d,\"type\":\"%s\"},"

@@ -3,7 +3,7 @@
  * /api/v1/status/queues views, queue and partition deletion, and the per-queue lag gauges of
  * /metrics/prometheus.
  *
- * Counts come from offsets (migration 004's partition_counts_v1), so they are exact and need
+ * Counts come from offsets (the view queen.partition_counts_v1), so they are exact and need
  * no stats job: total = next_offset - start_offset; completed = records below the queue-mode
  * cursor (acked or dead-lettered); processing = records from there to the end of a live
  * queue-mode lease; pending = the rest. */
@@ -163,12 +163,13 @@ static int group_rows_from(const PGresult *g, int64_t pid)
     return lo;
 }
 
-/* An option of the queue's stored options (raw JSON), or `def`. */
-static void option_json(buf *b, const json_doc *d, int ok, const char *key, const char *def)
+/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
+ * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
+static void option_json(buf *b, const json_doc *d, int ok, const char *key)
 {
     int t = ok ? json_get(d, 0, key) : -1;
     if (t < 0) {
-        buf_puts(b, def);
+        buf_puts(b, "null");
         return;
     }
     size_t n;
@@ -202,21 +203,21 @@ static void on_queue(api_query *q, PGresult *const *res)
         buf_puts(&b, ",\"task\":");
         res_json_str(&b, x, 0, QC_TASK);
         buf_puts(&b, ",\"priority\":");
-        option_json(&b, &od, ok, "priority", "0");
+        option_json(&b, &od, ok, "priority");
         buf_puts(&b, ",\"createdAt\":");
         admin_iso_ms_or_null(&b, res_i64(x, 0, QC_CREATED));
         buf_puts(&b, ",\"config\":{\"leaseTime\":");
-        option_json(&b, &od, ok, "leaseTime", "300");
+        option_json(&b, &od, ok, "leaseTime");
         buf_puts(&b, ",\"retryLimit\":");
-        option_json(&b, &od, ok, "retryLimit", "3");
+        option_json(&b, &od, ok, "retryLimit");
         buf_puts(&b, ",\"retryDelay\":");
-        option_json(&b, &od, ok, "retryDelay", "1000");
+        option_json(&b, &od, ok, "retryDelay");
         buf_puts(&b, ",\"ttl\":");
-        option_json(&b, &od, ok, "ttl", "3600");
+        option_json(&b, &od, ok, "ttl");
         buf_puts(&b, ",\"maxQueueSize\":");
-        option_json(&b, &od, ok, "maxSize", "0");
+        option_json(&b, &od, ok, "maxSize");
         buf_puts(&b, ",\"deadLetterQueue\":");
-        option_json(&b, &od, ok, "deadLetterQueue", "false");
+        option_json(&b, &od, ok, "deadLetterQueue");
         buf_puts(&b, "}},\"partitions\":[");
     } else {
         buf_printf(&b, "{\"id\":\"%s\",\"name\":", qid);

@@ -1,7 +1,7 @@
 /* kv.h — the per-tenant KV store: namespace + key → a JSON value (the text as sent), a version
  * every write advances, an optional expiry. Operations: get, put, putIfAbsent, delete, incr
  * (with an optional max), each optionally requiring a version or absence, and atomic batches
- * of them. The table and the batch function are in src/db/migrations/010_kv.sql; the design
+ * of them. The table is in src/db/migrations/010_kv.sql, the batch in src/db/functions/kv_batch_v1.sql; the design
  * (versions from one sequence, the lock order, what a failed batch reports) in docs/kv.md.
  *
  * Three kinds of callers share what is here:

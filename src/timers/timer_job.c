@@ -1,6 +1,6 @@
 /* timer_job.c — the firing job every node runs, and the JSON of a stored timer.
  *
- * Scheduling. A round is one call of queen.timers_fire_v1 on the pool. After a round:
+ * Scheduling. A round is one call of queen.timers_fire_v2 on the pool. After a round:
  *  - it took as many timers as it may (more are due): the next round starts at once;
  *  - a timer is due but was held by another node's round: look again in TIMER_CONTENDED_MS
  *    (if that node dies, its transaction rolls back and the timers are ours to fire);

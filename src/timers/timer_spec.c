@@ -333,7 +333,7 @@ const char TIMER_CREATE_SQL[] =
     "WITH u AS (SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[],"
     "  $8::bool[], $9::uuid[], $10::int4[], $11::bytea[]) WITH ORDINALITY AS u(id, q, p, fa, dl, txn, prod, tr, b, rec, i)),"
     " bad AS (SELECT u.i FROM u JOIN queen.queues x ON x.tenant_id = $1::uuid AND x.name = u.q"
-    "  WHERE coalesce((x.options->>'encryptionEnabled')::boolean, false) AND get_byte(u.rec, 0) & 8 = 0),"
+    "  WHERE (queen.queue_options_v1(x.options)->>'encryptionEnabled')::boolean AND get_byte(u.rec, 0) & 8 = 0),"
     " ins AS ("
     " INSERT INTO queen.log_timers (id, tenant_id, queue, partition, fire_at, txn_id, txn_producer, trace_id,"
     "  payload_bytes, record, created_at)"
@@ -407,7 +407,7 @@ const char TIMER_FIRE_SQL[] = "SELECT o_fired, o_duplicates, o_more, o_max_lag_u
 const char TIMER_UNSEALED_SQL[] =
     "SELECT t.id, t.record FROM queen.log_timers t JOIN queen.queues q ON q.tenant_id = t.tenant_id AND q.name = t.queue "
     "WHERE t.fire_at <= queen.now_us() + 2000000 AND get_byte(t.record, 0) & 8 = 0 "
-    "AND coalesce((q.options->>'encryptionEnabled')::boolean, false) ORDER BY t.fire_at, t.id LIMIT $1::int8";
+    "AND (queen.queue_options_v1(q.options)->>'encryptionEnabled')::boolean ORDER BY t.fire_at, t.id LIMIT $1::int8";
 
 /* Rows are locked in id order, skipping those a firing round holds (lock space 1). */
 const char TIMER_RESEAL_SQL[] =

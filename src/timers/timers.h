@@ -3,7 +3,7 @@
  * A timer is accepted by any node: its record (transactionId, optional traceId, producer, the
  * payload text byte for byte) is encoded there with record_encode and stored in
  * queen.log_timers with its fire time on the database's clock. Every node runs a timer_job:
- * a libuv timer that, while timers are due, calls queen.timers_fire_v1 — one transaction that
+ * a libuv timer that, while timers are due, calls queen.timers_fire_v2 — one transaction that
  * locks due rows with SKIP LOCKED, pushes their records through queen.push_v1 (the push path
  * of POST /api/v1/push, with its transactionId deduplication) and deletes the rows. A node
  * that dies mid-round rolls the whole round back, and the rows become due again for the
