@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admin_results.h"
 #include "core/buf.h"
 #include "storage/record.h"
 

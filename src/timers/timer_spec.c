@@ -383,6 +383,7 @@ void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int 
         p_array(p, &p->arr[a]);
 }
 
+/* the columns of enum timer_row_col (timers.h) */
 #define TIMER_COLS                                                                                                     \
     "x.id, x.queue, x.partition, x.fire_at, x.txn_id, x.trace_id, x.created_at, '\\x01'::bytea || x.record "
 
@@ -401,8 +402,7 @@ const char TIMER_LIST_SQL[] =
 const char TIMER_CANCEL_SQL[] =
     "DELETE FROM queen.log_timers x WHERE x.tenant_id = $1::uuid AND x.id = $2::uuid RETURNING x.id";
 
-const char TIMER_FIRE_SQL[] = "SELECT o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us, o_unsealed "
-                              "FROM queen.timers_fire_v2($1::int4, $2::int8, $3::int8)";
+const char TIMER_FIRE_SQL[] = "SELECT * FROM queen.timers_fire_v2($1::int4, $2::int8, $3::int8)";
 
 const char TIMER_UNSEALED_SQL[] =
     "SELECT t.id, t.record FROM queen.log_timers t JOIN queen.queues q ON q.tenant_id = t.tenant_id AND q.name = t.queue "

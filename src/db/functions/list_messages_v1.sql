@@ -16,6 +16,7 @@
 -- The decoder must count exactly as the matching counts here do, which is why both follow
 -- that one rule. Each partition contributes at most p_skip + p_take matching segments, so the
 -- scan stops early on partitions with a long history.
+-- (C names the columns and kinds in src/admin/admin_results.h.)
 CREATE OR REPLACE FUNCTION queen.list_messages_v1(p_tenant uuid, p_queue text, p_partition text, p_ns text, p_task text,
                                        p_status text, p_from bigint, p_to bigint, p_skip bigint, p_take bigint)
 RETURNS TABLE (kind integer, ord bigint, pid bigint, puuid uuid, pname text, qname text, ns text, task text,

@@ -1,6 +1,7 @@
 -- metrics_lag_v1: per (queue, group) lag for /metrics/prometheus (kind 0: lag records and
 -- seconds), and per queue the dead letters not requeued (kind 1). Bounded: the first
--- p_limit pairs and the first p_limit queues in (tenant, name) order.
+-- p_limit pairs and the first p_limit queues in (tenant, name) order. C names the columns and kinds in
+-- src/admin/admin_results.h.
 CREATE OR REPLACE FUNCTION queen.metrics_lag_v1(p_limit integer)
 RETURNS TABLE (kind integer, tenant_id uuid, queue_name text, consumer_group text, val bigint, lag_us bigint)
 LANGUAGE sql VOLATILE AS $$

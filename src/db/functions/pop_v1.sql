@@ -15,6 +15,7 @@
 --   kind 2: why nothing was claimed: pname = 'queue_not_found' | 'partition_not_found' |
 --           'lease_held' | 'window_buffer' | 'empty'; c = when records may become available
 --   kind 4: pid = a scanned candidate that was not claimed (for the node's hints)
+-- (C names the columns and kinds in src/consume/consume_results.h.)
 CREATE OR REPLACE FUNCTION queen.pop_v1(
     p_tenant uuid, p_queue text, p_partition text, p_group text, p_batch integer, p_auto_ack boolean,
     p_sub_mode text, p_sub_from bigint, p_max_partitions integer, p_lease_ids uuid[], p_lease_seconds integer,

@@ -7,7 +7,7 @@
 -- stamp), or one row per group of a queue the commit would fill past its maxSize (kind 2);
 -- the caller then resubmits without them. A group of plaintext records for a queue with
 -- encryptionEnabled raises QE001 and writes nothing (step 2a): the node seals and sends again
--- (docs/encryption.md).
+-- (docs/encryption.md). C names the columns and kinds in src/storage/storage_results.h.
 CREATE OR REPLACE FUNCTION queen.push_v1(
     p_tenant uuid[], p_queue text[], p_partition text[], p_count int[], p_bytes int[], p_data bytea[],
     p_dd_group int[], p_dd_pos int[], p_dd_txn text[], p_dd_window bigint)

@@ -8,7 +8,8 @@
 --   kind 1  one per segment in the slice
 -- With p_align > 0 (an hour or a day in µs) the slice also ends at the first boundary above
 -- its first record, so a slice never holds records of two Hive buckets.
--- STABLE: the queries read one snapshot, the calling statement's.
+-- STABLE: the queries read one snapshot, the calling statement's. C names the columns and kinds in
+-- src/sink/sinkdb_results.h.
 CREATE OR REPLACE FUNCTION queen.sink_slice_v1(p_qid bigint, p_from bigint, p_to bigint, p_budget bigint, p_align bigint)
 RETURNS TABLE (kind integer, name text, puuid uuid, start_offset bigint, next_offset bigint, base_offset bigint,
                ts bigint, record_count integer, data bytea)

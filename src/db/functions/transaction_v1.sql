@@ -10,6 +10,7 @@
 -- tenant's lease.
 --   kind 0: a push group (pid, puuid, qid, off = base offset, ts = stamp)
 --   kind 3: an ack (idx = its index among the acks, from 1; dlq)
+-- (C names the columns and kinds in src/api/txn_results.h.)
 CREATE OR REPLACE FUNCTION queen.transaction_v1(
     p_tenant uuid,
     p_g_tenant uuid[], p_queue text[], p_partition text[], p_count int[], p_bytes int[], p_data bytea[],
