@@ -4,7 +4,19 @@
 -- push (stored options '{}') and one configured with no options behave the same, and an option
 -- added later applies its default to queues stored before it. Every function reads options
 -- through this one.
+-- PL/pgSQL rather than SQL: its statement's plan is kept for the session (about 7 µs a call; a
+-- SQL function that is not inlined, and one with a subquery is not, is planned again at every
+-- execution of the statement calling it, about 26 µs), and it can refuse to answer without
+-- defaults instead of returning NULL.
 CREATE OR REPLACE FUNCTION queen.queue_options_v1(p_stored jsonb) RETURNS jsonb
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT (SELECT d.options FROM queen.option_defaults d) || coalesce(p_stored, '{}'::jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    v_defaults jsonb;
+BEGIN
+    SELECT d.options INTO v_defaults FROM queen.option_defaults d;
+    IF v_defaults IS NULL THEN
+        RAISE EXCEPTION 'queen.option_defaults is empty: a node writes it at boot' USING ERRCODE = 'QO001';
+    END IF;
+    RETURN v_defaults || coalesce(p_stored, '{}'::jsonb);
+END
 $$;
