@@ -7,8 +7,15 @@
 //   2. steady: pushes at a fixed rate while the sink runs (QUEEN_S3_MAX_WINDOW_MS=10000): the lag
 //      sampled twice a second;
 //   3. keep-up: unthrottled batch-100 pushes while the sink runs: the push rate, the sink's rate,
-//      and how long the sink needs to catch up once the pushes stop.
+//      and how long the sink needs to catch up once the pushes stop;
+//   4. backfill: a backlog over --fetch-queues queues (8; --fetch-records in all, N) drained
+//      once per QUEEN_S3_FETCH_CONCURRENCY value of --fetch (1,4), each by a sink of its own name
+//      and prefix on the same data, windows of QUEEN_S3_TARGET_MB=--fetch-target (16) so a queue
+//      reads several slices: the drain time, records/s, the most log reads that ran at
+//      once, and the CPU the broker and its PostgreSQL spent (what turning the knob down saves
+//      the database during a backfill).
 // Usage: node bench/sink.mjs --bin build/release/queen [--records 1000000] [--seconds 20]
+//        [--fetch 1,4] [--fetch-queues 8] [--fetch-records N] [--fetch-target 16] [--only fetch (the backfill alone)]
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -83,6 +90,74 @@ async function metric(url, name, queue) {
   return m ? Number(m[1]) : 0;
 }
 
+const ONLY = args.only ? new Set(args.only.split(',')) : null;
+const want = (what) => !ONLY || ONLY.has(what);
+
+// CPU seconds (user + system) of pid and every process below it (the embedded PostgreSQL).
+function treeCpu(pid) {
+  const tick = 100; // USER_HZ on Linux
+  const procs = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      procs.push({ pid: Number(d), ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / tick });
+    } catch { /* gone */ }
+  }
+  const under = new Set([pid]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const p of procs) if (!under.has(p.pid) && under.has(p.ppid)) { under.add(p.pid); grew = true; }
+  }
+  return procs.filter((p) => under.has(p.pid)).reduce((a, p) => a + p.cpu, 0);
+}
+
+async function backfill() {
+  const values = (args.fetch || '1,4').split(',').map(Number);
+  const QN = Number(args['fetch-queues'] || 8);
+  const total = Number(args['fetch-records'] || N);
+  const per = Math.floor(total / QN);
+  const queues = Array.from({ length: QN }, (_, i) => `bf${i + 1}`);
+  const bdata = tmpDir('queen-bench-backfill-');
+  try {
+    let node = await startNode(bdata, {});
+    const t0 = Date.now();
+    let errors = 0;
+    for (const q of queues) errors += (await pushAll(node.url, q, per)).errors;
+    await node.stop();
+    console.log(`sink-backfill: ${QN} queues x ${per} records pushed first (${Math.round((QN * per) / ((Date.now() - t0) / 1000))} msg/s, ${errors} errors)`);
+    if (errors) throw new Error('the backfill pushes failed');
+    await sleep(16000);
+    const target = String(args['fetch-target'] || 16);
+    for (const [run, fc] of values.entries()) {
+      // a sink of its own per run: its own commit pointers (so it starts from the earliest
+      // record again) and its own prefix in the bucket
+      node = await startNode(bdata, { ...sinkEnv, QUEEN_S3_QUEUES: queues.join(','), QUEEN_S3_SINK: `bf${run}`, QUEEN_S3_PREFIX: `bf${run}`,
+        QUEEN_S3_FETCH_CONCURRENCY: String(fc), QUEEN_S3_TARGET_MB: target });
+      const cpu0 = treeCpu(node.proc.pid);
+      const s0 = Date.now();
+      let st;
+      for (;;) {
+        st = (await (await fetch(node.url + '/status')).json()).s3;
+        const done = queues.every((q) => (st.sinks[0].queues.find((r) => r.queue === q) || {}).records >= per);
+        if (done) break;
+        if (Date.now() - s0 > 900000) throw new Error(`backfill not drained: ${JSON.stringify(st)}\n${node.log().slice(-3000)}`);
+        await sleep(100);
+      }
+      const secs = (Date.now() - s0) / 1000;
+      const cpu = treeCpu(node.proc.pid) - cpu0;
+      console.log(`sink-backfill: QUEEN_S3_FETCH_CONCURRENCY=${fc}: ${QN * per} records of ${QN} queues committed in ${secs.toFixed(1)} s ` +
+        `(${Math.round((QN * per) / secs)} records/s, QUEEN_S3_TARGET_MB=${target}); at most ${st.reads.peak} reads at once, ` +
+        `${st.reads.waited} reads waited for a slot; broker + PostgreSQL CPU ${cpu.toFixed(1)} s (${(cpu / secs).toFixed(2)} cores)`);
+      await node.stop();
+    }
+  } finally {
+    rmrf(bdata);
+  }
+}
+
 const s3 = await startS3();
 const data = tmpDir('queen-bench-sink-');
 const sinkEnv = {
@@ -92,6 +167,11 @@ const sinkEnv = {
   QUEEN_NODE_ID: 'bench',
 };
 try {
+  sections: {
+  if (want('fetch') && ONLY && ONLY.size === 1) {
+    await backfill();
+    break sections;
+  }
   // 1. the backlog, written with the sink off
   let node = await startNode(data, {});
   const push = await pushAll(node.url, 'lake_backlog', N);
@@ -201,6 +281,9 @@ try {
   console.log(`sink-keepup: lag by second ${klags.filter((_, i) => i % 5 === 0).map(([t, l]) => `${t}s:${l.toFixed(0)}`).join(' ')}`);
   console.log(`sink: broker RSS ${rssMb(node.proc.pid)} MiB now, ${hwmMb(node.proc.pid)} MiB peak`);
   await node.stop();
+  // 4. the backfill, once per QUEEN_S3_FETCH_CONCURRENCY value
+  if (want('fetch')) await backfill();
+  }
 } finally {
   await s3.stop();
   rmrf(data);

@@ -34,12 +34,6 @@ static uv_timer_t g_drain;
 static uint64_t g_drain_deadline_ms;
 static uint64_t g_s3_deadline_ms;
 
-typedef struct s3_switch {
-    int64_t embedded;
-} s3_switch;
-static const cfg_opt S3_SWITCH_ROW = {"QUEEN_S3_EMBEDDED", NULL, CFG_BOOL, offsetof(s3_switch, embedded), 0, 0, 1,
-                                      NULL, NULL, 0, "whether this node runs the S3 sink"};
-
 static const char *env_get(const char *name)
 {
     return getenv(name);
@@ -146,11 +140,13 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
 
     /* the S3 sink's variables are read at boot too: a bad one stops the boot */
-    s3_switch sw = {0};
+    struct {
+        int embedded;
+    } sw = {0};
     static s3_node_knobs knobs;
     static s3_sink_config env_sink;
     int have_env_sink = 0;
-    if (cfg_parse(&S3_SWITCH_ROW, 1, &sw, "queen", env_get, err, sizeof err) < 0) {
+    if (s3_embedded_load(&sw.embedded, env_get, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         config_free(&cfg);
         return 2;

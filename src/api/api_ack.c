@@ -49,7 +49,7 @@ static void on_acked(db_req *d)
     ack_free(c);
     PGresult *res = d->res[0];
     if (d->err != DB_OK || !res) {
-        http_respond_error(r, d->err == DB_SQL ? 500 : 503, "%s", d->errmsg);
+        api_respond_db_error(r, d);
         db_req_clear(d);
         return;
     }
@@ -112,29 +112,35 @@ static int read_item(http_req *r, const json_doc *d, int t, int batch, uint32_t 
         snprintf(msg, ml, "Each acknowledgment must be an object (acknowledgments[%u] is not)", i);
         return -1;
     }
-    if (api_str_field(r, d, t, "transactionId", &it->txn, &it->txn_len) <= 0) {
-        snprintf(msg, ml, batch ? "Each acknowledgment must have a valid transactionId string" : "transactionId is required");
+    int rc = api_str_field(r, d, t, "transactionId", &it->txn, &it->txn_len);
+    if (rc <= 0) {
+        api_str_field_msg(rc, "transactionId",
+                          batch ? "Each acknowledgment must have a valid transactionId string" : "transactionId is required",
+                          msg, ml);
         return -1;
     }
-    if (api_str_field(r, d, t, "partitionId", &s, &len) <= 0) {
-        snprintf(msg, ml, batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
-                                : "partitionId is required to ensure message uniqueness");
+    rc = api_str_field(r, d, t, "partitionId", &s, &len);
+    if (rc <= 0) {
+        api_str_field_msg(rc, "partitionId",
+                          batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
+                                : "partitionId is required to ensure message uniqueness",
+                          msg, ml);
         return -1;
     }
     if (uuid_parse(s, len, &it->part) < 0) {
         snprintf(msg, ml, "partitionId must be a UUID%s", batch ? " in every acknowledgment" : "");
         return -1;
     }
-    int rc = api_str_field(r, d, t, "status", &it->status, &len);
+    rc = api_str_field(r, d, t, "status", &it->status, &len);
     if (rc < 0) {
-        snprintf(msg, ml, "status must be a string (completed, failed, dlq or retry)");
+        api_str_field_msg(rc, "status", "status must be a string (completed, failed, dlq or retry)", msg, ml);
         return -1;
     }
     if (rc == 0)
         it->status = "completed";
     rc = api_str_field(r, d, t, "leaseId", &s, &len);
     if (rc < 0) {
-        snprintf(msg, ml, "leaseId must be a string");
+        api_str_field_msg(rc, "leaseId", "leaseId must be a string", msg, ml);
         return -1;
     }
     if (rc == 1 && len > 0) {
@@ -146,7 +152,7 @@ static int read_item(http_req *r, const json_doc *d, int t, int batch, uint32_t 
     }
     rc = api_str_field(r, d, t, "error", &it->error, &len);
     if (rc < 0) {
-        snprintf(msg, ml, "error must be a string");
+        api_str_field_msg(rc, "error", "error must be a string", msg, ml);
         return -1;
     }
     return 0;
@@ -203,7 +209,7 @@ static void submit_acks(http_req *r, ack_item *items, uint32_t n, const char *gr
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         ack_free(c);
-        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+        api_respond_db_error(r, &c->dbr);
     }
 }
 
@@ -217,9 +223,10 @@ void api_ack(http_req *r)
     char msg[256];
     const char *group = NULL;
     size_t gl;
+    int rc = 0;
     if (read_item(r, &d, 0, 0, 0, it, msg, sizeof msg) < 0 ||
-        (api_str_field(r, &d, 0, "consumerGroup", &group, &gl) < 0 &&
-         snprintf(msg, sizeof msg, "consumerGroup must be a string") > 0)) {
+        ((rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl)) < 0 &&
+         api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg))) {
         json_doc_free(&d);
         http_respond_error(r, 400, "%s", msg);
         return;
@@ -247,14 +254,15 @@ void api_ack_batch(http_req *r)
     }
     const char *group = NULL;
     size_t gl;
-    if (api_str_field(r, &d, 0, "consumerGroup", &group, &gl) < 0) {
+    char msg[256];
+    int rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl);
+    if (rc < 0) {
         json_doc_free(&d);
-        http_respond_error(r, 400, "consumerGroup must be a string");
+        http_respond_error(r, 400, "%s", api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg));
         return;
     }
     ack_item *items = arena_alloc(&r->ar, n * sizeof *items);
     memset(items, 0, n * sizeof *items);
-    char msg[256];
     int t = json_first(&d, arr);
     for (uint32_t i = 0; i < n; i++, t = json_next(&d, t)) {
         if (read_item(r, &d, t, 1, i, &items[i], msg, sizeof msg) < 0) {
@@ -281,7 +289,7 @@ static void on_extended(db_req *d)
     extend_ctx *c = d->arg;
     PGresult *res = d->res[0];
     if (d->err != DB_OK || !res || PQntuples(res) != 1) {
-        http_respond_error(c->http, d->err == DB_SQL ? 500 : 503, "%s", d->errmsg);
+        api_respond_db_error(c->http, d);
         db_req_clear(d);
         return;
     }
@@ -337,5 +345,5 @@ void api_lease_extend(http_req *r)
     c->dbr.arg = c;
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0)
-        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+        api_respond_db_error(r, &c->dbr);
 }

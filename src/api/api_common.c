@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "core/log.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "storage/logread.h"
@@ -94,6 +95,27 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
     return 0;
 }
 
+int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, size_t *len)
+{
+    const char *p;
+    size_t n;
+    if (json_str_span(d, tok, &p, &n) == 0) {
+        /* no escapes: the bytes between the quotes, which the reader checked are UTF-8 and
+         * (control characters being refused raw) hold no NUL */
+        *out = arena_strndup(&r->ar, p, n);
+        *len = n;
+        return 0;
+    }
+    buf b;
+    buf_init(&b, 0);
+    json_str_decode(d, tok, &b);
+    int nul = b.len && memchr(b.data, '\0', b.len) != NULL;
+    *out = arena_strndup(&r->ar, b.data ? b.data : "", b.len);
+    *len = b.len;
+    buf_free(&b);
+    return nul ? API_STR_NUL : 0;
+}
+
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len)
 {
     int t = json_get(d, obj, key);
@@ -101,20 +123,21 @@ int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, cons
         return 0;
     if (json_type_of(d, t) != JSON_STRING)
         return -1;
-    const char *p;
-    size_t n;
-    if (json_str_span(d, t, &p, &n) == 0) {
-        *out = arena_strndup(&r->ar, p, n);
-        *len = n;
-        return 1;
+    if (api_json_text(r, d, t, out, len) == API_STR_NUL) {
+        *out = NULL;
+        *len = 0;
+        return API_STR_NUL;
     }
-    buf b;
-    buf_init(&b, 0);
-    json_str_decode(d, t, &b);
-    *out = arena_strndup(&r->ar, b.data ? b.data : "", b.len);
-    *len = b.len;
-    buf_free(&b);
     return 1;
+}
+
+const char *api_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n)
+{
+    if (rc == API_STR_NUL)
+        snprintf(out, n, "%s must not hold a NUL character (\\u0000)", where);
+    else
+        snprintf(out, n, "%s", otherwise);
+    return out;
 }
 
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
@@ -209,12 +232,70 @@ const char *api_query_str(http_req *r, const char *name)
     return v && *v ? v : NULL;
 }
 
+void api_db_error_status(const db_req *d, int *status, const char **code, const char **sentence)
+{
+    switch (d->err) {
+    case DB_SQL:
+    case DB_OK: /* a statement "succeeded" without a result: as unexpected as an error */
+        *status = 500;
+        *code = "database_error";
+        *sentence = "database error: the request failed in the database (the node's log has the details under this "
+                    "requestId)";
+        return;
+    case DB_TIMEOUT:
+        *status = 503;
+        *code = "database_timeout";
+        *sentence = "database timeout: the database did not answer in time; retry later";
+        return;
+    case DB_OVERLOADED:
+        *status = 503;
+        *code = "database_overloaded";
+        *sentence = "database overloaded: too many requests are waiting for a database connection; retry later";
+        return;
+    case DB_UNAVAILABLE:
+        break;
+    }
+    *status = 503;
+    *code = "database_unavailable";
+    *sentence = "database unavailable: the database cannot be reached or the connection was lost; retry later";
+}
+
+void api_log_db_error(http_req *r, const db_req *d)
+{
+    r->error_logged = 1;
+    if (d->err == DB_SQL) {
+        /* PostgreSQL's split: message, then detail and hint when it gave them */
+        log_error("api", "request %s (%s %s): database error %s: %s%s%s%s%s", r->request_id, r->method,
+                  http_route_pattern(r), d->sqlstate[0] ? d->sqlstate : "-----", d->errmsg,
+                  d->errdetail[0] ? "; detail: " : "", d->errdetail, d->errhint[0] ? "; hint: " : "", d->errhint);
+    } else if (d->err == DB_TIMEOUT) {
+        log_warn("api", "request %s (%s %s): database %s: %s", r->request_id, r->method, http_route_pattern(r),
+                 db_errname(d->err), d->errmsg[0] ? d->errmsg : "no detail");
+    } else {
+        /* an outage fails every request: the pool logs the outage itself (once), so the
+         * requests' lines are debug, or an outage would flood the log */
+        log_debug("api", "request %s (%s %s): database %s: %s", r->request_id, r->method, http_route_pattern(r),
+                  db_errname(d->err), d->errmsg[0] ? d->errmsg : "no detail");
+    }
+}
+
 void api_respond_db_error(http_req *r, const db_req *d)
 {
-    if (d->err == DB_SQL)
-        http_respond_error(r, 500, "database error: %s", d->errmsg);
-    else
-        http_respond_error(r, 503, "%s", d->errmsg[0] ? d->errmsg : "database unavailable");
+    int status;
+    const char *code, *sentence;
+    api_db_error_status(d, &status, &code, &sentence);
+    api_log_db_error(r, d);
+    http_respond_error_code(r, status, code, "%s", sentence);
+}
+
+void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail)
+{
+    db_req d;
+    memset(&d, 0, sizeof d);
+    d.err = status == 503 ? DB_UNAVAILABLE : DB_SQL;
+    snprintf(d.sqlstate, sizeof d.sqlstate, "%s", sqlstate ? sqlstate : "");
+    snprintf(d.errmsg, sizeof d.errmsg, "%s", log_detail && *log_detail ? log_detail : "no detail");
+    api_respond_db_error(r, &d);
 }
 
 /* ---- api_query --------------------------------------------------------------------------- */

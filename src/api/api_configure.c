@@ -44,10 +44,7 @@ static void on_configured(db_req *d)
     cfg_ctx *c = d->arg;
     http_req *r = c->http;
     if (d->err != DB_OK || !d->res[0] || PQntuples(d->res[0]) != 1) {
-        if (d->err == DB_SQL || d->err == DB_OK)
-            http_respond_error(r, 500, "database error: %s", d->errmsg);
-        else
-            http_respond_error(r, 503, "%s", d->errmsg);
+        api_respond_db_error(r, d);
         db_req_clear(d);
         buf_free(&c->optjson);
         return;
@@ -93,13 +90,17 @@ void api_configure(http_req *r)
     int rc = api_str_field(r, &d, 0, "queue", &c->queue, &len);
     c->queue_len = rc > 0 ? len : 0;
     if (rc <= 0)
-        snprintf(err, sizeof err, "queue is required");
-    else if (len == 0 || len > 255 || memchr(c->queue, '\0', len))
+        api_str_field_msg(rc, "queue", "queue is required", err, sizeof err);
+    else if (len == 0 || len > 255)
         snprintf(err, sizeof err, "queue name must be 1 to 255 bytes without NUL characters");
-    else if (api_str_field(r, &d, 0, "namespace", &c->ns, &len) < 0 || (c->ns && memchr(c->ns, '\0', len)))
-        snprintf(err, sizeof err, "namespace must be a string");
-    else if (api_str_field(r, &d, 0, "task", &c->task, &len) < 0 || (c->task && memchr(c->task, '\0', len)))
-        snprintf(err, sizeof err, "task must be a string");
+    else if ((rc = api_str_field(r, &d, 0, "namespace", &c->ns, &len)) < 0)
+        api_str_field_msg(rc, "namespace", "namespace must be a string", err, sizeof err);
+    else if (c->ns && len > 255)
+        snprintf(err, sizeof err, "namespace must be at most 255 bytes");
+    else if ((rc = api_str_field(r, &d, 0, "task", &c->task, &len)) < 0)
+        api_str_field_msg(rc, "task", "task must be a string", err, sizeof err);
+    else if (c->task && len > 255)
+        snprintf(err, sizeof err, "task must be at most 255 bytes");
     else
         queue_options_parse(&d, json_get(&d, 0, "options"), &c->opts, err, sizeof err);
     json_doc_free(&d);
@@ -130,6 +131,6 @@ void api_configure(http_req *r)
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         buf_free(&c->optjson);
-        http_respond_error(r, 503, "%s", c->dbr.errmsg);
+        api_respond_db_error(r, &c->dbr);
     }
 }

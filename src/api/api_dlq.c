@@ -163,8 +163,11 @@ static void on_unclaimed(db_req *d)
 {
     requeue_ctx *c = d->arg;
     db_req_clear(d);
-    http_respond_error(c->http, c->req.err_status ? c->req.err_status : 500, "requeue of dead letter %lld failed: %s",
-                       (long long)c->id, c->req.err);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "requeue of dead letter %lld failed: ", (long long)c->id);
+    if (!c->req.err_status)
+        c->req.err_status = 500;
+    api_respond_push_failure(c->http, &c->req, prefix);
 }
 
 static void on_requeued(push_req *pr)
@@ -178,9 +181,11 @@ static void on_requeued(push_req *pr)
         c->unclaim.stmt[0] = (db_stmt){ADMIN_DLQ_UNCLAIM_SQL, 1, c->unclaim_values, NULL, NULL, 0};
         c->unclaim.done = on_unclaimed;
         c->unclaim.arg = c;
-        if (db_submit(c->a->db, &c->unclaim) < 0)
-            http_respond_error(c->http, pr->err_status, "requeue of dead letter %lld failed: %s", (long long)c->id,
-                               pr->err);
+        if (db_submit(c->a->db, &c->unclaim) < 0) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "requeue of dead letter %lld failed: ", (long long)c->id);
+            api_respond_push_failure(c->http, pr, prefix);
+        }
         return;
     }
     push_item *it = &c->item;

@@ -388,9 +388,8 @@ static void respond_not_found(http_req *r, const char *what)
 {
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"success\":false,\"error\":");
-    jw_cstr(&b, what);
-    buf_putc(&b, '}');
+    http_error_open(&b, r, 404, NULL, what);
+    buf_puts(&b, ",\"success\":false}");
     http_respond_json(r, 404, &b);
     buf_free(&b);
 }

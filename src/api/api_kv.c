@@ -58,7 +58,11 @@ static void on_batch(db_req *d)
         }
         kv_params_free(&c->p);
         if (d->err == DB_SQL && strcmp(d->sqlstate, "54000") == 0)
-            http_respond_error(r, 400, "%s", d->errmsg); /* the answer would pass KV_ANSWER_MAX_BYTES */
+            /* the answer would pass KV_ANSWER_MAX_BYTES (kv_batch raises 54000 for it) */
+            http_respond_error_code(r, 400, "answer_too_large",
+                                    "the answer of this batch would carry more than %u bytes of values; split the "
+                                    "batch",
+                                    KV_ANSWER_MAX_BYTES);
         else
             api_respond_db_error(r, d);
         db_req_clear(d);
@@ -245,7 +249,8 @@ static void on_get(db_req *d)
     if (PQntuples(res) == 0) {
         buf b;
         buf_init(&b, 0);
-        buf_puts(&b, "{\"error\":\"key not found\",\"namespace\":");
+        http_error_open(&b, r, 404, NULL, "key not found");
+        buf_puts(&b, ",\"namespace\":");
         jw_string(&b, op->ns, op->ns_len);
         buf_puts(&b, ",\"key\":");
         jw_string(&b, op->key, op->key_len);

@@ -21,7 +21,8 @@ static double uptime_s(const app *a)
     return (double)(mono_us() - a->started_mono_us) / 1e6;
 }
 
-static void health_body(http_req *r, int ok, const char *err)
+/* err: a sentence of ours (never the database's text: the route is public) */
+static void health_body(http_req *r, int ok, const char *code, const char *err)
 {
     app *a = r->app;
     buf b;
@@ -33,6 +34,10 @@ static void health_body(http_req *r, int ok, const char *err)
     if (!ok && err) {
         buf_puts(&b, ",\"error\":");
         jw_cstr(&b, err);
+        buf_puts(&b, ",\"code\":");
+        jw_cstr(&b, code);
+        buf_puts(&b, ",\"requestId\":");
+        jw_cstr(&b, r->request_id);
     }
     buf_putc(&b, '}');
     http_respond_json(r, ok ? 200 : 503, &b);
@@ -43,7 +48,13 @@ static void on_health(db_req *d)
 {
     ops_ctx *c = d->arg;
     int ok = d->err == DB_OK && d->res[0] && PQresultStatus(d->res[0]) == PGRES_TUPLES_OK;
-    health_body(c->http, ok, d->errmsg);
+    int status;
+    const char *code = NULL, *sentence = NULL;
+    if (!ok) {
+        api_db_error_status(d, &status, &code, &sentence);
+        api_log_db_error(c->http, d);
+    }
+    health_body(c->http, ok, code, sentence);
     db_req_clear(d);
 }
 
@@ -51,7 +62,7 @@ void api_health(http_req *r)
 {
     app *a = r->app;
     if (a->shutting_down) {
-        health_body(r, 0, "server is shutting down");
+        health_body(r, 0, "shutting_down", "server is shutting down");
         return;
     }
     ops_ctx *c = arena_alloc(&r->ar, sizeof *c);
@@ -62,8 +73,13 @@ void api_health(http_req *r)
     c->dbr.done = on_health;
     c->dbr.arg = c;
     http_async(r);
-    if (db_submit(a->db, &c->dbr) < 0)
-        health_body(r, 0, c->dbr.errmsg);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        int status;
+        const char *code, *sentence;
+        api_db_error_status(&c->dbr, &status, &code, &sentence);
+        api_log_db_error(r, &c->dbr);
+        health_body(r, 0, code, sentence);
+    }
 }
 
 static void status_body(http_req *r, PGresult *queues, const char *dberr)
@@ -132,8 +148,14 @@ static void on_status(db_req *d)
 {
     ops_ctx *c = d->arg;
     PGresult *q = d->res[1];
-    status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL,
-                d->err != DB_OK && !q ? d->errmsg : NULL);
+    const char *dberr = NULL;
+    if (d->err != DB_OK && !q) {
+        int status;
+        const char *code;
+        api_db_error_status(d, &status, &code, &dberr);
+        api_log_db_error(c->http, d);
+    }
+    status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL, dberr);
     db_req_clear(d);
 }
 
@@ -152,8 +174,12 @@ void api_status(http_req *r)
     c->dbr.done = on_status;
     c->dbr.arg = c;
     http_async(r);
-    if (db_submit(a->db, &c->dbr) < 0)
-        status_body(r, NULL, c->dbr.errmsg);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        int status;
+        const char *code, *sentence;
+        api_db_error_status(&c->dbr, &status, &code, &sentence);
+        status_body(r, NULL, sentence);
+    }
 }
 
 static uint64_t rss_bytes(void)

@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "core/idring.h"
+#include "core/log.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -150,9 +151,32 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
     }
     buf b;
     buf_init(&b, 0);
+    if (status >= 400) {
+        http_error_open(&b, c->http, status, NULL, error);
+        buf_puts(&b, ",\"success\":false,\"messages\":[]}");
+        http_respond_json(c->http, status, &b);
+        buf_free(&b);
+        return;
+    }
+    /* a pop that found nothing it may take (lease_held): the earlier release's 200 shape */
     buf_puts(&b, "{\"success\":false,\"error\":");
     jw_cstr(&b, error);
     buf_puts(&b, ",\"messages\":[]}");
+    http_respond_json(c->http, status, &b);
+    buf_free(&b);
+}
+
+/* A failed call: the error shape with the pop's own fields, and no database text (app.h). */
+static void respond_db_failure(pop_ctx *c, const db_req *d)
+{
+    int status;
+    const char *code, *sentence;
+    api_db_error_status(d, &status, &code, &sentence);
+    api_log_db_error(c->http, d);
+    buf b;
+    buf_init(&b, 0);
+    http_error_open(&b, c->http, status, code, sentence);
+    buf_puts(&b, ",\"success\":false,\"messages\":[]}");
     http_respond_json(c->http, status, &b);
     buf_free(&b);
 }
@@ -326,9 +350,10 @@ static void nothing_for(pop_ctx *c, const pop_outcome *out)
     }
     mc_add(&c->a->cm.pop_empty, 1);
     const char *why = out->why;
-    if (c->args.partition && (strcmp(why, "partition_not_found") == 0 || strcmp(why, "queue_not_found") == 0)) {
-        respond_empty(c, 404, "partition_not_found");
-    } else if (c->args.partition && strcmp(why, "lease_held") == 0) {
+    /* a partition (or queue) that does not exist yet is an empty pop, as in the earlier
+     * release, whose clients consume a partition while a buffered producer is still creating
+     * it; with wait=true the pop parked above and the push that creates it wakes it */
+    if (c->args.partition && strcmp(why, "lease_held") == 0) {
         respond_empty(c, 200, "lease_held");
     } else if (c->args.partition && strcmp(why, "window_buffer") == 0) {
         buf b;
@@ -373,12 +398,20 @@ static void lane_release(app *a, pop_lane *l)
     batch_start(a, l, reqs, n);
 }
 
-static void batch_fail(pop_batch *bt, int status, const char *msg)
+/* Answers every pop of the call: the database's failure d, or (d NULL) 500 with msg. */
+static void batch_fail(pop_batch *bt, const db_req *d, const char *msg)
 {
     for (int i = 0; i < bt->n; i++) {
         bt->reqs[i]->in_db = 0;
         buf_free(&bt->reqs[i]->msgs);
-        respond_empty(bt->reqs[i], status, msg);
+        if (d) {
+            respond_db_failure(bt->reqs[i], d);
+        } else {
+            http_req *r = bt->reqs[i]->http;
+            log_error("api", "request %s (%s %s): %s", r->request_id, r->method, http_route_pattern(r), msg);
+            r->error_logged = 1;
+            respond_empty(bt->reqs[i], 500, msg);
+        }
     }
 }
 
@@ -387,9 +420,7 @@ static void on_stored(db_req *d)
     pop_batch *bt = d->arg;
     lease_store_free(&bt->ls);
     int ok = d->err == DB_OK;
-    char msg[600];
-    snprintf(msg, sizeof msg, "%s", d->errmsg);
-    db_req_clear(d);
+    db_req_clear(d); /* the results; the error fields stay */
     for (int i = 0; i < bt->n; i++) {
         pop_ctx *c = bt->reqs[i];
         if (!c)
@@ -401,7 +432,7 @@ static void on_stored(db_req *d)
             /* leased but not ackable by transactionId: the lease expires and the records come
              * back; say so rather than hand out messages that cannot be acked */
             buf_free(&c->msgs);
-            respond_empty(c, d->err == DB_SQL ? 500 : 503, msg);
+            respond_db_failure(c, d);
         }
     }
     batch_free(bt);
@@ -413,12 +444,9 @@ static void on_popped(db_req *d)
     app *a = bt->a;
     sql_params_free(&bt->sp);
     if (d->err != DB_OK || !d->res[0]) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", d->errmsg);
-        int st = d->err == DB_SQL ? 500 : 503;
         db_req_clear(d);
         pop_lane *l = bt->merged ? bt->lane : NULL;
-        batch_fail(bt, st, msg);
+        batch_fail(bt, d, NULL);
         batch_free(bt);
         lane_release(a, l);
         return;
@@ -438,7 +466,7 @@ static void on_popped(db_req *d)
     if (rc < 0) {
         if (!bt->args.auto_ack)
             lease_store_free(&bt->ls);
-        batch_fail(bt, 500, "a stored segment could not be decoded");
+        batch_fail(bt, NULL, "a stored segment could not be decoded");
         batch_free(bt);
         lane_release(a, l);
         return;
@@ -478,7 +506,7 @@ static void on_popped(db_req *d)
                 if (c) {
                     c->in_db = 0;
                     buf_free(&c->msgs);
-                    respond_empty(c, 503, bt->dbr.errmsg);
+                    respond_db_failure(c, &bt->dbr);
                 }
             }
             batch_free(bt);
@@ -547,9 +575,7 @@ static void batch_start(app *a, pop_lane *lane, pop_ctx **reqs, int n)
     bt->dbr.arg = bt;
     if (db_submit(a->db, &bt->dbr) < 0) {
         sql_params_free(&bt->sp);
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", bt->dbr.errmsg);
-        batch_fail(bt, 503, msg);
+        batch_fail(bt, &bt->dbr, NULL);
         batch_free(bt);
         if (lane)
             lane->busy = 0;

@@ -17,12 +17,24 @@ typedef struct push_ctx {
     http_req *http;
 } push_ctx;
 
+void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix)
+{
+    if (pr->err_internal) {
+        api_respond_failure(r, pr->err_status, pr->err_sqlstate, pr->err);
+        return;
+    }
+    const char *code = pr->err_status == 409 ? "queue_full"
+                       : pr->err_status == PUSH_NO_KEY_STATUS ? "encryption_key_missing"
+                                                              : NULL;
+    http_respond_error_code(r, pr->err_status, code, "%s%s", prefix ? prefix : "", pr->err);
+}
+
 static void on_pushed(push_req *pr)
 {
     push_ctx *pc = pr->arg;
     http_req *r = pc->http;
     if (pr->err_status) {
-        http_respond_error(r, pr->err_status, "%s", pr->err);
+        api_respond_push_failure(r, pr, NULL);
         return;
     }
     buf b;
@@ -66,11 +78,6 @@ static void on_pushed(push_req *pr)
     buf_free(&b);
 }
 
-static int has_nul(const char *s, size_t n)
-{
-    return memchr(s, '\0', n) != NULL;
-}
-
 /* Reads and validates one push item (the object at token `it`, index i of its array) into pi.
  * Strings are copied into the request arena; the payload stays a span of the body. On bad
  * input answers 400 and returns -1. */
@@ -83,11 +90,11 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
     const char *s;
     size_t len;
     int rc = api_str_field(r, d, it, "queue", &s, &len);
-    if (rc <= 0) {
+    if (rc == 0 || rc == -1) {
         http_respond_error(r, 400, "Queue must be a string");
         return -1;
     }
-    if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
         http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
                            NAME_MAX_BYTES, i);
         return -1;
@@ -95,7 +102,7 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
     pi->queue = s;
     pi->queue_len = (uint32_t)len;
     rc = api_str_field(r, d, it, "partition", &s, &len);
-    if (rc < 0) {
+    if (rc == -1) {
         http_respond_error(r, 400, "Partition must be a string");
         return -1;
     }
@@ -103,7 +110,7 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
         s = "Default";
         len = 7;
     }
-    if (len == 0 || len > NAME_MAX_BYTES || has_nul(s, len)) {
+    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
         http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
                            NAME_MAX_BYTES, i);
         return -1;
@@ -111,12 +118,12 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
     pi->partition = s;
     pi->partition_len = (uint32_t)len;
     rc = api_str_field(r, d, it, "transactionId", &s, &len);
-    if (rc < 0) {
+    if (rc == -1) {
         http_respond_error(r, 400, "TransactionId must be a string");
         return -1;
     }
-    if (rc == 1 && len > 0) {
-        if (len > TXN_MAX_BYTES || has_nul(s, len)) {
+    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
+        if (rc == API_STR_NUL || len > TXN_MAX_BYTES) {
                 http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
                                TXN_MAX_BYTES, i);
             return -1;
@@ -133,13 +140,13 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
         pi->txn_len = 36;
     }
     rc = api_str_field(r, d, it, "traceId", &s, &len);
-    if (rc < 0) {
+    if (rc == -1) {
         http_respond_error(r, 400, "TraceId must be a string");
         return -1;
     }
-    if (rc == 1 && len > 0) {
+    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
         uuid u;
-        if (uuid_parse(s, len, &u) < 0) {
+        if (rc == API_STR_NUL || uuid_parse(s, len, &u) < 0) {
                 http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
             return -1;
         }

@@ -17,14 +17,6 @@ typedef struct read_ctx {
     int first;
 } read_ctx;
 
-static void respond_db_error(http_req *r, const db_req *d)
-{
-    if (d->err == DB_SQL)
-        http_respond_error(r, 500, "database error: %s", d->errmsg);
-    else
-        http_respond_error(r, 503, "%s", d->errmsg[0] ? d->errmsg : "database unavailable");
-}
-
 static int on_fetch_record(void *arg, const fetch_partition *p, const record_view *v, int64_t ts)
 {
     read_ctx *c = arg;
@@ -75,7 +67,7 @@ static void on_fetched(db_req *d)
     http_req *r = c->http;
     sql_params_free(&c->sp);
     if (d->err != DB_OK || !d->res[0]) {
-        respond_db_error(r, d);
+        api_respond_db_error(r, d);
         db_req_clear(d);
         return;
     }
@@ -121,10 +113,12 @@ void api_fetch(http_req *r)
     fa->max_bytes = 1 << 20;
     size_t len;
     const char *err = NULL;
-    if (api_str_field(r, &d, 0, "queue", &fa->queue, &len) <= 0 || len == 0)
-        err = "queue is required (a non-empty string)";
-    else if (api_str_field(r, &d, 0, "partition", &fa->partition, &len) < 0)
-        err = "partition must be a string";
+    char msg[128];
+    int rc;
+    if ((rc = api_str_field(r, &d, 0, "queue", &fa->queue, &len)) <= 0 || len == 0)
+        err = api_str_field_msg(rc, "queue", "queue is required (a non-empty string)", msg, sizeof msg);
+    else if ((rc = api_str_field(r, &d, 0, "partition", &fa->partition, &len)) < 0)
+        err = api_str_field_msg(rc, "partition", "partition must be a string", msg, sizeof msg);
     else if (api_int_field(&d, 0, "fromOffset", 0, INT64_MAX, &fa->from_offset) < 0)
         err = "fromOffset must be an integer >= 0";
     else if (api_int_field(&d, 0, "maxRecords", 1, FETCH_MAX_RECORDS_LIMIT, &fa->max_records) < 0)
@@ -145,12 +139,10 @@ void api_fetch(http_req *r)
                 fa->offsets = offs;
                 int k = json_first(&d, o);
                 for (uint32_t m = 0; m < n && !err; m++, k = json_next(&d, k + 1)) {
-                    buf nb;
-                    buf_init(&nb, 0);
-                    json_str_decode(&d, k, &nb);
-                    fa->names[m] = arena_strndup(&r->ar, nb.data ? nb.data : "", nb.len);
-                    buf_free(&nb);
-                    if (json_int64(&d, k + 1, &offs[m]) < 0 || offs[m] < 0)
+                    size_t nl;
+                    if (api_json_text(r, &d, k, &fa->names[m], &nl) == API_STR_NUL)
+                        err = "offsets: a partition name must not hold a NUL character (\\u0000)";
+                    else if (json_int64(&d, k + 1, &offs[m]) < 0 || offs[m] < 0)
                         err = "offsets values must be integers >= 0";
                 }
                 fa->noffsets = n;
@@ -170,7 +162,7 @@ void api_fetch(http_req *r)
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         sql_params_free(&c->sp);
-        respond_db_error(r, &c->dbr);
+        api_respond_db_error(r, &c->dbr);
     }
 }
 
@@ -197,7 +189,7 @@ static void on_changed(db_req *d)
     http_req *r = c->http;
     sql_params_free(&c->sp);
     if (!d->res[1] || (d->err != DB_OK && d->failed_stmt != 0)) {
-        respond_db_error(r, d);
+        api_respond_db_error(r, d);
         db_req_clear(d);
         return;
     }
@@ -247,12 +239,14 @@ void api_partitions_changed(http_req *r)
     ca->after = "";
     size_t len;
     const char *err = NULL;
-    if (api_str_field(r, &d, 0, "queue", &ca->queue, &len) <= 0 || len == 0)
-        err = "queue is required (a non-empty string)";
+    char msg[128];
+    int rc;
+    if ((rc = api_str_field(r, &d, 0, "queue", &ca->queue, &len)) <= 0 || len == 0)
+        err = api_str_field_msg(rc, "queue", "queue is required (a non-empty string)", msg, sizeof msg);
     else if (api_int_field(&d, 0, "since", 0, INT64_MAX, &ca->since) < 0)
         err = "since must be an integer >= 0 (microseconds since the epoch)";
-    else if (api_str_field(r, &d, 0, "after", &ca->after, &len) < 0)
-        err = "after must be a string (a partition name)";
+    else if ((rc = api_str_field(r, &d, 0, "after", &ca->after, &len)) < 0)
+        err = api_str_field_msg(rc, "after", "after must be a string (a partition name)", msg, sizeof msg);
     else if (api_int_field(&d, 0, "limit", 1, CHANGED_LIMIT_MAX, &ca->limit) < 0)
         err = "limit must be an integer between 1 and 10000";
     json_doc_free(&d);
@@ -274,6 +268,6 @@ void api_partitions_changed(http_req *r)
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         sql_params_free(&c->sp);
-        respond_db_error(r, &c->dbr);
+        api_respond_db_error(r, &c->dbr);
     }
 }

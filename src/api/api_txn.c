@@ -107,7 +107,7 @@ static void on_done(db_req *d)
             encode_pushes(c);
             if (db_submit(c->a->db, d) == 0)
                 return;
-            http_respond_error(r, 503, "%s", d->errmsg);
+            api_respond_db_error(r, d);
         } else {
             http_respond_error(r, 500, "transaction_v1 kept refusing sealed records as not sealed");
         }
@@ -123,10 +123,8 @@ static void on_done(db_req *d)
         }
         if (d->err == DB_SQL && (strncmp(d->sqlstate, "QT", 2) == 0))
             respond_failure(c, d->errmsg);
-        else if (d->err == DB_SQL)
-            http_respond_error(r, 500, "database error: %s", d->errmsg);
         else
-            http_respond_error(r, 503, "%s", d->errmsg);
+            api_respond_db_error(r, d);
         db_req_clear(d);
         txn_free(c);
         return;
@@ -192,23 +190,33 @@ static int read_ack(http_req *r, const json_doc *d, int t, uint32_t i, txn_op *o
 {
     const char *s;
     size_t len;
-    if (api_str_field(r, d, t, "transactionId", &op->txn, &op->txn_len) <= 0) {
-        snprintf(msg, ml, "operations[%u]: transactionId is required", i);
+    char where[64], other[96];
+    int rc = api_str_field(r, d, t, "transactionId", &op->txn, &op->txn_len);
+    if (rc <= 0) {
+        snprintf(where, sizeof where, "operations[%u].transactionId", i);
+        snprintf(other, sizeof other, "operations[%u]: transactionId is required", i);
+        api_str_field_msg(rc, where, other, msg, ml);
         return -1;
     }
-    if (api_str_field(r, d, t, "partitionId", &s, &len) <= 0 || uuid_parse(s, len, &op->part) < 0) {
+    rc = api_str_field(r, d, t, "partitionId", &s, &len);
+    if (rc <= 0 || uuid_parse(s, len, &op->part) < 0) {
         snprintf(msg, ml, "operations[%u]: partitionId is required (a UUID)", i);
         return -1;
     }
-    int rc = api_str_field(r, d, t, "status", &op->status, &len);
+    rc = api_str_field(r, d, t, "status", &op->status, &len);
     if (rc < 0) {
-        snprintf(msg, ml, "operations[%u]: status must be a string", i);
+        snprintf(where, sizeof where, "operations[%u].status", i);
+        snprintf(other, sizeof other, "operations[%u]: status must be a string", i);
+        api_str_field_msg(rc, where, other, msg, ml);
         return -1;
     }
     if (rc == 0)
         op->status = "completed";
-    if (api_str_field(r, d, t, "consumerGroup", &op->group, &len) < 0) {
-        snprintf(msg, ml, "operations[%u]: consumerGroup must be a string", i);
+    rc = api_str_field(r, d, t, "consumerGroup", &op->group, &len);
+    if (rc < 0) {
+        snprintf(where, sizeof where, "operations[%u].consumerGroup", i);
+        snprintf(other, sizeof other, "operations[%u]: consumerGroup must be a string", i);
+        api_str_field_msg(rc, where, other, msg, ml);
         return -1;
     }
     if (!op->group || !*op->group)
@@ -219,8 +227,11 @@ static int read_ack(http_req *r, const json_doc *d, int t, uint32_t i, txn_op *o
         return -1;
     }
     op->has_lease = rc == 1 && len > 0;
-    if (api_str_field(r, d, t, "error", &op->error, &len) < 0) {
-        snprintf(msg, ml, "operations[%u]: error must be a string", i);
+    rc = api_str_field(r, d, t, "error", &op->error, &len);
+    if (rc < 0) {
+        snprintf(where, sizeof where, "operations[%u].error", i);
+        snprintf(other, sizeof other, "operations[%u]: error must be a string", i);
+        api_str_field_msg(rc, where, other, msg, ml);
         return -1;
     }
     return 0;
@@ -388,7 +399,7 @@ void api_transaction(http_req *r)
     c->dbr.arg = c;
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
+        api_respond_db_error(r, &c->dbr);
         txn_free(c);
-        http_respond_error(r, 503, "%s", c->dbr.errmsg);
     }
 }

@@ -118,18 +118,38 @@ void api_metrics_lag_finish(http_req *r, buf *body);
 #include "json/json.h"
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth);
 /* A string field of an object: 1 present (decoded into the request arena, NUL-terminated),
- * 0 absent or null, -1 wrong type. */
+ * 0 absent or null, -1 wrong type, API_STR_NUL when it holds a NUL character (\u0000): such a
+ * string cannot be stored as PostgreSQL text, nor be a C string, so every caller refuses it. The
+ * JSON reader has already checked that it is valid UTF-8. Use api_str_field_msg for the 400. */
+#define API_STR_NUL (-2)
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
+/* Decodes any string token (an object key too) into the arena: 0, or API_STR_NUL. */
+int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, size_t *len);
+/* The message for a refused string field: for API_STR_NUL "<where> must not hold a NUL
+ * character (\u0000)", else `otherwise` (the route's own message for a missing or mistyped
+ * field). Returns buf, filled. */
+const char *api_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n);
 /* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);
+/* Answers a push that failed (pr->err_status set): the database's failure without its text
+ * (api_respond_failure), or the push's own refusal (409 queue_full, 503 encryption_key_missing)
+ * with its message after `prefix`. */
+void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix);
 void api_transaction(http_req *r);
 /* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
  * integer in [lo, hi]. */
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
-/* Answers a failed database request: 500 for an SQL error, 503 when the database was
- * unreachable or the connection was lost. */
+/* Failed database requests. Clients never see PostgreSQL's text: they get a stable code and
+ * sentence (500 database_error for an SQL error; 503 database_unavailable when the database
+ * was unreachable or the connection was lost, database_timeout, database_overloaded) and the
+ * request id; the log line with that id has PostgreSQL's message, detail, hint and SQLSTATE. */
+void api_db_error_status(const db_req *d, int *status, const char **code, const char **sentence);
+void api_log_db_error(http_req *r, const db_req *d); /* sets r->error_logged */
 void api_respond_db_error(http_req *r, const db_req *d);
+/* The same for a failure another layer reported as a status and a message that may hold the
+ * database's text (the push path): the message goes to the log only. */
+void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail);
 
 /* Query-string helpers; on bad input they answer 400 naming the parameter and return -1.
  * Integers: decimal in [lo, hi], absent or empty → def. Booleans: true/1/yes, false/0/no (any
@@ -139,8 +159,6 @@ int api_query_bool_or_respond(http_req *r, const char *name, int def, int *out);
 int api_query_time_or_respond(http_req *r, const char *name, int64_t *out, int *present);
 /* A query string parameter, NULL when absent or empty. */
 const char *api_query_str(http_req *r, const char *name);
-/* 500 for an SQL error, 503 when the database is unavailable. */
-void api_respond_db_error(http_req *r, const db_req *d);
 
 /* api_query: a database request made for one HTTP request — up to DB_MAX_STMTS statements,
  * each with its own text parameters, results in binary. Allocated in the request arena.

@@ -121,6 +121,7 @@ static void req_fail(db_req *r, enum db_err e, const char *msg)
 {
     r->err = e;
     snprintf(r->errmsg, sizeof r->errmsg, "%s", msg);
+    r->errdetail[0] = r->errhint[0] = '\0';
 }
 
 static void poll_closed(uv_handle_t *h)
@@ -280,7 +281,7 @@ static void conn_send(db_conn *c, db_req *r)
     r->nsync = r->ngot = 0;
     r->err = DB_OK;
     r->failed_stmt = -1;
-    r->sqlstate[0] = r->errmsg[0] = '\0';
+    r->sqlstate[0] = r->errmsg[0] = r->errdetail[0] = r->errhint[0] = '\0';
     for (int i = 0; i < r->nstmt; i++) {
         db_stmt *s = &r->stmt[i];
         r->res[i] = NULL;
@@ -343,8 +344,12 @@ static void conn_read(db_conn *c)
             if (r->failed_stmt < 0) {
                 const char *ss = PQresultErrorField(res, PG_DIAG_SQLSTATE);
                 const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+                const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+                const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
                 snprintf(r->sqlstate, sizeof r->sqlstate, "%s", ss ? ss : "");
                 snprintf(r->errmsg, sizeof r->errmsg, "%s", msg ? msg : PQresultErrorMessage(res));
+                snprintf(r->errdetail, sizeof r->errdetail, "%s", detail ? detail : "");
+                snprintf(r->errhint, sizeof r->errhint, "%s", hint ? hint : "");
                 r->failed_stmt = idx;
                 r->err = (ss && is_conn_sqlstate(ss)) ? DB_UNAVAILABLE : DB_SQL;
             }

@@ -50,7 +50,9 @@ struct db_req {
     enum db_err err;
     int failed_stmt;   /* index of the first failed statement, -1 if none */
     char sqlstate[6];
-    char errmsg[512];
+    char errmsg[512];     /* PostgreSQL's primary message, or the pool's own sentence; for logs */
+    char errdetail[256];  /* PG_DIAG_MESSAGE_DETAIL and PG_DIAG_MESSAGE_HINT of an SQL error, or "" */
+    char errhint[256];
     /* private */
     db_req *next;
     int nsync;

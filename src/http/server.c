@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/util.h"
+#include "core/uuid.h"
 #include "json/json.h"
 
 #define MAX_ROUTES 128
@@ -28,8 +29,7 @@ typedef struct route_stats {
 typedef struct route {
     const char *method;
     const char *pattern;
-    const char *segs[12];
-    int nsegs;
+    char *pattern_copy; /* owned: the segments of pats[i] point into it */
     http_handler fn;
     enum http_access access;
     route_stats stats;
@@ -50,6 +50,7 @@ struct http_server {
     int stopping;
     int inflight;
     route routes[MAX_ROUTES];
+    url_route pats[MAX_ROUTES]; /* routes[i]'s pattern, for url_route_match */
     int nroutes;
     route other; /* unmatched requests, for metrics */
     http_gate_fn gate;
@@ -80,32 +81,6 @@ lat:
     mhist_observe(&st->seconds, us);
 }
 
-long url_decode(const char *in, size_t n, char *out, int plus_is_space)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = in[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return -1;
-            int hi = -1, lo = -1;
-            char a = in[i + 1], b = in[i + 2];
-            hi = (a >= '0' && a <= '9') ? a - '0' : (a >= 'a' && a <= 'f') ? a - 'a' + 10 : (a >= 'A' && a <= 'F') ? a - 'A' + 10 : -1;
-            lo = (b >= '0' && b <= '9') ? b - '0' : (b >= 'a' && b <= 'f') ? b - 'a' + 10 : (b >= 'A' && b <= 'F') ? b - 'A' + 10 : -1;
-            if (hi < 0 || lo < 0)
-                return -1;
-            out[o++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else if (c == '+' && plus_is_space) {
-            out[o++] = ' ';
-        } else {
-            out[o++] = c;
-        }
-    }
-    out[o] = '\0';
-    return (long)o;
-}
-
 static void ctx_free(http_req *r)
 {
     http_server *s = r->srv;
@@ -134,6 +109,11 @@ static void on_h2o_dispose(void *p)
 int http_client_gone(const http_req *r)
 {
     return r->h2o_req == NULL;
+}
+
+const char *http_route_pattern(const http_req *r)
+{
+    return r->route >= 0 ? r->srv->routes[r->route].pattern : "other";
 }
 
 void http_async(http_req *r)
@@ -169,6 +149,7 @@ static const char *reason_for(int status)
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
+    case 417: return "Expectation Failed";
     case 422: return "Unprocessable Entity";
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
@@ -196,6 +177,8 @@ void http_respond(http_req *r, int status, const char *content_type, const char 
     if (content_type)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
     add_cors(req);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, r->request_id,
+                          strlen(r->request_id));
     req->res.content_length = len;
     h2o_send_inline(req, body, len);
     /* the context is freed by on_h2o_dispose once h2o is done with the response */
@@ -206,48 +189,85 @@ void http_respond_json(http_req *r, int status, const buf *json)
     http_respond(r, status, "application/json", json->data ? json->data : "", json->len);
 }
 
-void http_respond_error(http_req *r, int status, const char *fmt, ...)
+const char *http_status_code(int status)
+{
+    switch (status) {
+    case 400: return "bad_request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 409: return "conflict";
+    case 413: return "payload_too_large";
+    case 417: return "expectation_failed";
+    case 422: return "unprocessable";
+    case 429: return "too_many_requests";
+    case 503: return "unavailable";
+    default: return status >= 500 ? "internal_error" : "bad_request";
+    }
+}
+
+void http_error_open(buf *b, const http_req *r, int status, const char *code, const char *msg)
+{
+    buf_puts(b, "{\"error\":");
+    jw_string_lossy(b, msg, strlen(msg));
+    buf_puts(b, ",\"code\":");
+    jw_cstr(b, code ? code : http_status_code(status));
+    if (status >= 500 && r) {
+        buf_puts(b, ",\"requestId\":");
+        jw_cstr(b, r->request_id);
+    }
+}
+
+static void respond_error_v(http_req *r, int status, const char *code, const char *param, const char *fmt,
+                            va_list ap)
 {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    if (status == 500 && !r->error_logged) {
+        log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
+                  msg);
+        r->error_logged = 1;
+    }
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"error\":");
-    jw_cstr(&b, msg);
+    http_error_open(&b, r, status, code, msg);
+    if (param) {
+        buf_puts(&b, ",\"parameter\":");
+        jw_string_lossy(&b, param, strlen(param));
+    }
     buf_putc(&b, '}');
     http_respond_json(r, status, &b);
     buf_free(&b);
 }
 
+void http_respond_error(http_req *r, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_error_v(r, status, NULL, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void http_respond_error_code(http_req *r, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_error_v(r, status, code, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void http_respond_bad_param(http_req *r, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    respond_error_v(r, 400, "invalid_parameter", name, fmt, ap);
+    va_end(ap);
+}
+
 const char *http_query(http_req *r, const char *name)
 {
-    size_t nl = strlen(name);
-    const char *q = r->query;
-    while (*q) {
-        const char *amp = strchr(q, '&');
-        size_t seg = amp ? (size_t)(amp - q) : strlen(q);
-        const char *eq = memchr(q, '=', seg);
-        size_t klen = eq ? (size_t)(eq - q) : seg;
-        char kbuf[128];
-        if (klen < sizeof kbuf) {
-            long kd = url_decode(q, klen, kbuf, 1);
-            if (kd == (long)nl && memcmp(kbuf, name, nl) == 0) {
-                const char *v = eq ? eq + 1 : q + seg;
-                size_t vl = eq ? seg - klen - 1 : 0;
-                char *out = arena_alloc(&r->ar, vl + 1);
-                if (url_decode(v, vl, out, 1) < 0)
-                    return NULL;
-                return out;
-            }
-        }
-        if (!amp)
-            break;
-        q = amp + 1;
-    }
-    return NULL;
+    return url_query_get(&r->q, name);
 }
 
 const char *http_header(http_req *r, const char *name)
@@ -264,57 +284,67 @@ const char *http_header(http_req *r, const char *name)
     return NULL;
 }
 
-/* Splits a decoded path into segments (in place) and matches it against the routes. */
-static int match(http_server *s, http_req *r, char *path, int *method_mismatch)
+static int request_id_ok(const char *s, size_t n)
 {
-    const char *segs[16];
-    int nsegs = 0;
-    char *p = path;
-    while (*p == '/')
-        p++;
-    while (*p && nsegs < 16) {
-        segs[nsegs++] = p;
-        char *sl = strchr(p, '/');
-        if (!sl)
-            break;
-        *sl = '\0';
-        p = sl + 1;
+    if (n == 0 || n > HTTP_REQUEST_ID_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == ':' || c == '-'))
+            return 0;
     }
-    if (*p && nsegs == 16)
+    return 1;
+}
+
+static void make_request_id(char out[HTTP_REQUEST_ID_MAX + 1])
+{
+    uuid u;
+    uuid_v7(&u);
+    uuid_format(&u, out);
+}
+
+/* The client's x-request-id when it is a safe token, else a fresh UUIDv7. */
+static void set_request_id(http_req *r, h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-request-id"), -1);
+    if (i >= 0 && request_id_ok(req->headers.entries[i].value.base, req->headers.entries[i].value.len)) {
+        memcpy(r->request_id, req->headers.entries[i].value.base, req->headers.entries[i].value.len);
+        r->request_id[req->headers.entries[i].value.len] = '\0';
+        return;
+    }
+    make_request_id(r->request_id);
+}
+
+/* Decodes and checks the path parameters and the query string (url.h); answers 400 naming the
+ * parameter at fault and returns -1 when one is not a usable name. */
+static int decode_params_or_respond(http_req *r, const url_match *m)
+{
+    for (int i = 0; i < m->nparams; i++) {
+        enum url_err e = url_decode_name(&r->ar, m->raw[i], m->raw_len[i], 0, &r->params[i], &r->param_lens[i]);
+        if (e == URL_BAD_ESCAPE) {
+            http_respond_bad_param(r, m->name[i], "invalid percent-encoding in the path");
+            return -1;
+        }
+        if (e != URL_OK) {
+            http_respond_bad_param(r, m->name[i], "%s %s", m->name[i], url_err_text(e));
+            return -1;
+        }
+    }
+    const char *bad = NULL;
+    enum url_err e = url_query_parse(&r->ar, r->query, strlen(r->query), &r->q, &bad);
+    if (e == URL_TOO_MANY) {
+        http_respond_bad_param(r, NULL, "the query string has more than %d parameters", URL_MAX_QUERY_PARAMS);
         return -1;
-    /* a trailing slash leaves an empty last segment: ignore it */
-    if (nsegs > 0 && segs[nsegs - 1][0] == '\0')
-        nsegs--;
-    *method_mismatch = 0;
-    for (int i = 0; i < s->nroutes; i++) {
-        route *rt = &s->routes[i];
-        if (rt->nsegs != nsegs)
-            continue;
-        int ok = 1, np = 0;
-        for (int k = 0; k < nsegs && ok; k++) {
-            if (rt->segs[k][0] == ':') {
-                if (segs[k][0] == '\0') {
-                    ok = 0;
-                    break;
-                }
-                if (np < HTTP_MAX_PARAMS) {
-                    r->params[np] = segs[k];
-                    r->param_lens[np] = strlen(segs[k]);
-                    np++;
-                }
-            } else if (strcmp(rt->segs[k], segs[k]) != 0) {
-                ok = 0;
-            }
-        }
-        if (!ok)
-            continue;
-        if (strcmp(rt->method, r->method) != 0) {
-            *method_mismatch = 1;
-            continue;
-        }
-        return i;
     }
-    return -1;
+    if (e != URL_OK) {
+        if (bad)
+            http_respond_bad_param(r, bad, "query parameter %s %s", bad, url_err_text(e));
+        else
+            http_respond_bad_param(r, NULL, "the name of a query parameter %s", url_err_text(e));
+        return -1;
+    }
+    return 0;
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -327,6 +357,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->route = -1;
     r->start_us = mono_us();
     arena_init(&r->ar);
+    set_request_id(r, req);
     memcpy(r->tenant, s->default_tenant, 16);
     ctx_handle *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, on_h2o_dispose);
     h->r = r;
@@ -346,7 +377,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
      * decode each parameter */
     char *work = arena_strndup(&r->ar, raw, plen);
     int mismatch = 0;
-    int idx = match(s, r, work, &mismatch);
+    url_match m;
+    int idx = url_route_match(s->pats, s->nroutes, r->method, work, &m, &mismatch);
     if (idx < 0) {
         if (mismatch)
             http_respond_error(r, 405, "method %s is not allowed on %s", r->method, r->path);
@@ -355,18 +387,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         return 0;
     }
     r->route = idx;
-    for (int i = 0; i < HTTP_MAX_PARAMS && r->params[i]; i++) {
-        char *d = arena_alloc(&r->ar, r->param_lens[i] + 1);
-        long dl = url_decode(r->params[i], r->param_lens[i], d, 0);
-        if (dl < 0) {
-            http_respond_error(r, 400, "invalid percent-encoding in the path");
-            return 0;
-        }
-        r->params[i] = d;
-        r->param_lens[i] = (size_t)dl;
-    }
+    if (decode_params_or_respond(r, &m) < 0)
+        return 0;
     if (s->stopping) {
-        http_respond_error(r, 503, "server is shutting down");
+        http_respond_error_code(r, 503, "shutting_down", "server is shutting down");
         return 0;
     }
     if (req->entity.base) {
@@ -397,9 +421,14 @@ void http_proceed(http_req *r)
     r->srv->routes[r->route].fn(r);
 }
 
-/* h2o answers bodies past max_request_entity_size itself, with a plain-text 413, before any
- * handler runs. Such errors go through the host's fallback path, so a filter there swaps the
- * body for our JSON error and adds the CORS headers every other answer carries. */
+/* Errors h2o answers itself, before any handler runs (h2o_send_error_generic): a body past
+ * max_request_entity_size (413), a broken Content-Length or chunked encoding and an unknown
+ * Transfer-Encoding (400), an unknown Expect (417), HTTP/2 headers it refuses (400). They go
+ * through the host's fallback path, so a filter there turns h2o's plain-text answer into the
+ * broker's JSON error shape, keeping h2o's sentence, with the CORS headers and a request id
+ * like every other answer. What h2o's HTTP/1 parser refuses (a request head past
+ * H2O_MAX_REQLEN, more than H2O_MAX_HEADERS headers, a malformed request line) it writes to the
+ * socket directly, with no hook: those stay plain text (docs/http-api.md, "Limits"). */
 typedef struct json_error_filter {
     h2o_filter_t super;
     http_server *srv;
@@ -407,31 +436,50 @@ typedef struct json_error_filter {
 
 typedef struct replace_ostream {
     h2o_ostream_t super;
-    h2o_iovec_t body;
+    int status;
+    const char *reason;
+    size_t max_body;
+    char request_id[HTTP_REQUEST_ID_MAX + 1];
+    char said[256]; /* h2o's body text, collected as it is sent */
+    size_t said_len;
 } replace_ostream;
 
 static void replace_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t n, h2o_send_state_t st)
 {
     replace_ostream *o = (replace_ostream *)self;
-    (void)bufs;
-    (void)n;
-    if (h2o_send_state_is_in_progress(st))
+    for (size_t i = 0; i < n; i++) {
+        size_t room = sizeof o->said - 1 - o->said_len;
+        size_t k = bufs[i].len < room ? bufs[i].len : room;
+        memcpy(o->said + o->said_len, bufs[i].base, k);
+        o->said_len += k;
+    }
+    if (h2o_send_state_is_in_progress(st)) {
         h2o_ostream_send_next(&o->super, req, NULL, 0, st);
+        return;
+    }
+    char msg[512];
+    if (o->status == 413)
+        snprintf(msg, sizeof msg, "request body is larger than the limit of %zu bytes (QUEEN_MAX_BODY_BYTES)",
+                 o->max_body);
     else
-        h2o_ostream_send_next(&o->super, req, &o->body, 1, st);
+        snprintf(msg, sizeof msg, "%s: %.*s", o->reason ? o->reason : "bad request", (int)o->said_len, o->said);
+    buf b;
+    buf_init(&b, 0);
+    http_error_open(&b, NULL, o->status, NULL, msg);
+    if (o->status >= 500) {
+        buf_puts(&b, ",\"requestId\":");
+        jw_cstr(&b, o->request_id);
+    }
+    buf_putc(&b, '}');
+    h2o_iovec_t body = h2o_strdup(&req->pool, b.data, b.len);
+    buf_free(&b);
+    h2o_ostream_send_next(&o->super, req, &body, 1, st);
 }
 
 static void on_setup_error_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
 {
     http_server *s = ((json_error_filter *)self)->srv;
     if (req->res.status >= 400) {
-        char msg[256];
-        if (req->res.status == 413)
-            snprintf(msg, sizeof msg,
-                     "{\"error\":\"request body is larger than the limit of %zu bytes (QUEEN_MAX_BODY_BYTES)\"}",
-                     s->max_body);
-        else
-            snprintf(msg, sizeof msg, "{\"error\":\"%s\"}", req->res.reason ? req->res.reason : "bad request");
         ssize_t cur;
         while ((cur = h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_TYPE, -1)) != -1)
             h2o_delete_header(&req->res.headers, cur);
@@ -439,8 +487,15 @@ static void on_setup_error_ostream(h2o_filter_t *self, h2o_req_t *req, h2o_ostre
         add_cors(req);
         replace_ostream *o = (replace_ostream *)h2o_add_ostream(req, sizeof *o, slot);
         o->super.do_send = replace_do_send;
-        o->body = h2o_strdup(&req->pool, msg, strlen(msg));
-        req->res.content_length = o->body.len;
+        o->status = req->res.status;
+        o->reason = req->res.reason;
+        o->max_body = s->max_body;
+        o->said_len = 0;
+        make_request_id(o->request_id);
+        h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, o->request_id,
+                              strlen(o->request_id));
+        /* the JSON is written once h2o's own text has been seen: its length is not known yet */
+        req->res.content_length = SIZE_MAX;
         slot = &o->super.next;
     }
     h2o_setup_next_ostream(req, slot);
@@ -500,16 +555,15 @@ void http_route(http_server *s, const char *method, const char *pattern, http_ha
 {
     if (s->nroutes >= MAX_ROUTES)
         abort();
-    route *rt = &s->routes[s->nroutes++];
+    route *rt = &s->routes[s->nroutes];
     rt->method = method;
     rt->pattern = pattern;
     rt->fn = fn;
     rt->access = access;
-    char *copy = xstrdup(pattern);
-    char *save = NULL;
-    for (char *t = strtok_r(copy, "/", &save); t && rt->nsegs < 12; t = strtok_r(NULL, "/", &save))
-        rt->segs[rt->nsegs++] = t;
-    /* copy is owned by the route table for the server's lifetime (freed in http_server_free) */
+    rt->pattern_copy = xstrdup(pattern);
+    if (url_route_init(&s->pats[s->nroutes], method, rt->pattern_copy) < 0)
+        abort(); /* a pattern of the route table itself: a programming error */
+    s->nroutes++;
     mhist_init(&rt->stats.seconds, latency_bounds, (int)ARRAY_LEN(latency_bounds), 1e6);
 }
 
@@ -558,7 +612,7 @@ void http_server_free(http_server *s)
     h2o_context_dispose(&s->ctx);
     h2o_config_dispose(&s->config);
     for (int i = 0; i < s->nroutes; i++)
-        free((char *)s->routes[i].segs[0]);
+        free(s->routes[i].pattern_copy);
     free(s->host);
     free(s);
 }

@@ -18,9 +18,13 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "http/url.h"
 #include "metrics/metrics.h"
 
-#define HTTP_MAX_PARAMS 6
+#define HTTP_MAX_PARAMS URL_MAX_PARAMS
+/* A client's (or proxy's) x-request-id is adopted when it is 1..64 characters of
+ * [A-Za-z0-9._:-]; anything else is replaced by a UUIDv7, so the id is safe in logs. */
+#define HTTP_REQUEST_ID_MAX 64
 
 enum http_access { ACCESS_PUBLIC, ACCESS_READ_ONLY, ACCESS_READ_WRITE, ACCESS_ADMIN };
 
@@ -35,8 +39,12 @@ struct http_req {
     const char *method;      /* NUL-terminated, in arena */
     const char *path;        /* decoded path without query, in arena */
     const char *query;       /* raw query string (after '?'), in arena, or "" */
-    const char *params[HTTP_MAX_PARAMS]; /* path parameters (:name), decoded, in arena */
+    const char *params[HTTP_MAX_PARAMS]; /* path parameters (:name), decoded, in arena; valid
+                                          * UTF-8 without NUL (url.h), checked before the handler */
     size_t param_lens[HTTP_MAX_PARAMS];
+    char request_id[HTTP_REQUEST_ID_MAX + 1]; /* also the x-request-id header of the answer */
+    int error_logged;        /* a log line names this request's failure (set by whoever wrote it):
+                              * a 500 from http_respond_error* then logs nothing more */
     char *body;              /* owned copy of the request body (NUL-terminated), or NULL */
     size_t body_len;
     uint8_t tenant[16];      /* the request's tenant (default tenant until auth says otherwise) */
@@ -53,6 +61,7 @@ struct http_req {
     int responded;
     int route;
     uint64_t start_us;
+    url_query q;             /* the decoded query parameters (http_query) */
 };
 
 typedef struct http_server_opts {
@@ -82,15 +91,29 @@ void http_server_render_metrics(http_server *s, buf *b);
 void http_async(http_req *r);
 void http_respond(http_req *r, int status, const char *content_type, const char *body, size_t len);
 void http_respond_json(http_req *r, int status, const buf *json);
-/* {"error": "<formatted message>"} */
+
+/* Error answers: {"error": "<sentence>", "code": "<code>"[, "requestId": "<id>"]}. `error` is
+ * the human sentence (the earlier release's one field, which its clients show); `code` is a
+ * stable snake_case name a program can test (docs/http-api.md lists them); a 5xx answer also
+ * carries requestId, the id of the log line that holds what went wrong: a 500 answered here
+ * logs its sentence with the id unless error_logged says a line was written already. Message
+ * text that is not valid UTF-8 (a cut name) is repaired with U+FFFD. */
+/* The status's generic code: bad_request, not_found, internal_error, unavailable, ... */
+const char *http_status_code(int status);
+/* code NULL = http_status_code(status) */
+void http_respond_error_code(http_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void http_respond_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Query parameter by exact name, URL-decoded into the arena; NULL when absent. */
+/* 400 invalid_parameter with "parameter": name (a path or query parameter at fault, or NULL). */
+void http_respond_bad_param(http_req *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Writes the error object without its closing brace, for answers that add fields of their own. */
+void http_error_open(buf *b, const http_req *r, int status, const char *code, const char *msg);
+/* Query parameter by exact name, decoded (and checked) before the handler ran; NULL when absent. */
 const char *http_query(http_req *r, const char *name);
 /* A request header value (case-insensitive name), in the arena; NULL when absent. */
 const char *http_header(http_req *r, const char *name);
 int http_client_gone(const http_req *r);
-
-/* Percent-decoding ('+' is a space only when plus_is_space). Returns decoded length; -1 on a bad escape. */
-long url_decode(const char *in, size_t n, char *out, int plus_is_space);
+/* The matched route's pattern ("/api/v1/pop/queue/:queue"), or "other", for logs. */
+const char *http_route_pattern(const http_req *r);
 
 #endif

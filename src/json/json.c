@@ -636,6 +636,28 @@ int jw_key(buf *b, const char *key)
     return buf_append(b, "\":", 2);
 }
 
+int jw_string_lossy(buf *b, const char *s, size_t n)
+{
+    if (utf8_valid((const uint8_t *)s, n) == 0)
+        return jw_string(b, s, n);
+    buf tmp;
+    buf_init(&tmp, 0);
+    for (size_t i = 0; i < n;) {
+        uint8_t c = (uint8_t)s[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (len && len <= n - i && utf8_valid((const uint8_t *)s + i, len) == 0) {
+            buf_append(&tmp, s + i, len);
+            i += len;
+        } else {
+            buf_append(&tmp, "\xef\xbf\xbd", 3); /* U+FFFD */
+            i++;
+        }
+    }
+    int rc = tmp.overflow ? -1 : jw_string(b, tmp.data ? tmp.data : "", tmp.len);
+    buf_free(&tmp);
+    return rc;
+}
+
 size_t utf8_cut(const char *s, size_t n, size_t max)
 {
     if (n <= max)

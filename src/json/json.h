@@ -80,6 +80,9 @@ int json_double(const json_doc *d, int t, double *out);
 /* Writer helpers (append to a buf). */
 int jw_string(buf *b, const char *s, size_t n); /* quoted and escaped */
 int jw_cstr(buf *b, const char *s);
+/* jw_string for text that may not be valid UTF-8 (a message quoting a cut name): each byte
+ * that does not start a valid sequence is written as U+FFFD. */
+int jw_string_lossy(buf *b, const char *s, size_t n);
 int jw_key(buf *b, const char *key);            /* "key": (key is trusted ASCII) */
 
 /* Validates UTF-8 (no overlongs, no surrogates, max U+10FFFF). 0 ok, -1 bad. */

@@ -476,7 +476,9 @@ void kv_fail_json(buf *b, const kv_op *ops, const kv_outcome *o)
     buf_puts(b, "{\"error\":");
     jw_string(b, msg.data ? msg.data : "", msg.len);
     buf_free(&msg);
-    buf_printf(b, ",\"failedOp\":%d,\"reason\":\"%s\",\"op\":", o->failed_op, kv_fail_reason(o->fail));
+    /* code: the error shape every 409 has (docs/http-api.md, "Errors"); reason says which */
+    buf_printf(b, ",\"code\":\"conflict\",\"failedOp\":%d,\"reason\":\"%s\",\"op\":", o->failed_op,
+               kv_fail_reason(o->fail));
     jw_cstr(b, kv_kind_name(op));
     buf_puts(b, ",\"namespace\":");
     jw_string(b, op->ns, op->ns_len);

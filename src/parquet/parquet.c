@@ -32,6 +32,10 @@ typedef struct chunk_meta {
     int64_t values, nulls;
     int has_minmax;
     int64_t min, max;
+    /* byte-array columns: the bounds as the footer carries them (stat_bounds) */
+    uint8_t has_smin, has_smax, smin_exact, smax_exact;
+    uint32_t sminlen, smaxlen;
+    uint8_t smin[PQ_STAT_MAX_BYTES + 4], smax[PQ_STAT_MAX_BYTES + 4];
 } chunk_meta;
 
 typedef struct rg_meta {
@@ -48,6 +52,8 @@ typedef struct col_state {
     uint32_t page_values;
     buf chunk;         /* the row group's finished pages, header + data */
     chunk_meta m;      /* offset filled when the chunk is written out */
+    buf smin, smax;    /* byte-array columns: the row group's exact least and greatest value */
+    int has_s;
 } col_state;
 
 struct pq_writer {
@@ -93,6 +99,8 @@ pq_writer *pq_writer_new(const char *schema_name, const pq_column *cols, int nco
         w->cols[i].c.name = w->cols[i].name;
         buf_init(&w->cols[i].values, 0);
         buf_init(&w->cols[i].chunk, 0);
+        buf_init(&w->cols[i].smin, 0);
+        buf_init(&w->cols[i].smax, 0);
     }
     buf_init(&w->page, 0);
     buf_init(&w->zpage, 0);
@@ -124,6 +132,8 @@ void pq_writer_free(pq_writer *w)
         free(w->cols[i].name);
         buf_free(&w->cols[i].values);
         buf_free(&w->cols[i].chunk);
+        buf_free(&w->cols[i].smin);
+        buf_free(&w->cols[i].smax);
         free(w->cols[i].defs);
     }
     for (uint32_t i = 0; i < w->nkv * 2; i++)
@@ -254,6 +264,130 @@ static int flush_page(pq_writer *w, col_state *c)
     return 0;
 }
 
+/* Byte arrays compare as unsigned bytes, then by length (TypeDefinedOrder for BYTE_ARRAY and
+ * STRING, parquet.thrift's ColumnOrder). */
+static int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
+{
+    int r = memcmp(a, b, an < bn ? an : bn);
+    if (r)
+        return r;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+static int is_cont(uint8_t c)
+{
+    return (c & 0xc0) == 0x80;
+}
+
+/* The longest prefix of v of at most max bytes that ends on a UTF-8 character boundary (for
+ * bytes that are not UTF-8, at most 3 bytes shorter than max). */
+static size_t utf8_cut(const uint8_t *v, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    size_t cut = max;
+    for (int k = 0; k < 3 && cut > 0 && is_cont(v[cut]); k++)
+        cut--;
+    return is_cont(v[cut]) ? max : cut;
+}
+
+/* Decodes the last character of p[0..n): its code point and where it starts, or -1 when the
+ * bytes there are not one well-formed character. */
+static int utf8_last(const uint8_t *p, size_t n, uint32_t *cp, size_t *at)
+{
+    size_t i = n - 1;
+    int k = 0;
+    while (i > 0 && is_cont(p[i]) && k < 3) {
+        i--;
+        k++;
+    }
+    uint8_t c = p[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (len == 0 || i + len != n)
+        return -1;
+    uint32_t v = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+    for (size_t j = i + 1; j < n; j++)
+        v = v << 6 | (p[j] & 0x3fu);
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return -1;
+    *cp = v;
+    *at = i;
+    return 0;
+}
+
+static size_t utf8_put(uint8_t *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (uint8_t)(0xc0 | cp >> 6);
+        o[1] = (uint8_t)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (uint8_t)(0xe0 | cp >> 12);
+        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+        o[2] = (uint8_t)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    o[0] = (uint8_t)(0xf0 | cp >> 18);
+    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+    o[3] = (uint8_t)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* The footer bounds of a byte-array column chunk from its exact least and greatest values:
+ * each as it is when it fits PQ_STAT_MAX_BYTES (exact); a longer least value cut to a prefix
+ * on a character boundary (a lower bound, still UTF-8); a longer greatest value cut the same
+ * way with its last character incremented (an upper bound: UTF-8 orders as its code points),
+ * dropping trailing characters that cannot be incremented, and no max_value at all when none
+ * is left. parquet.thrift allows such compact bounds and flags them with is_*_value_exact. */
+static void stat_bounds(chunk_meta *m, const buf *mn, const buf *mx)
+{
+    const uint8_t *a = (const uint8_t *)mn->data, *b = (const uint8_t *)mx->data;
+    size_t cut = utf8_cut(a, mn->len, PQ_STAT_MAX_BYTES);
+    memcpy(m->smin, a, cut);
+    m->sminlen = (uint32_t)cut;
+    m->has_smin = 1;
+    m->smin_exact = cut == mn->len;
+    if (mx->len <= PQ_STAT_MAX_BYTES) {
+        memcpy(m->smax, b, mx->len);
+        m->smaxlen = (uint32_t)mx->len;
+        m->has_smax = 1;
+        m->smax_exact = 1;
+        return;
+    }
+    size_t n = utf8_cut(b, mx->len, PQ_STAT_MAX_BYTES);
+    memcpy(m->smax, b, n);
+    while (n > 0) {
+        uint32_t cp;
+        size_t at;
+        if (utf8_last(m->smax, n, &cp, &at) < 0) {
+            /* not UTF-8: the last byte incremented, as a plain byte array */
+            if (m->smax[n - 1] != 0xff) {
+                m->smax[n - 1]++;
+                break;
+            }
+            n--;
+            continue;
+        }
+        if (cp == 0x10ffff) {
+            n = at;
+            continue;
+        }
+        cp = cp + 1 == 0xd800 ? 0xe000 : cp + 1;
+        n = at + utf8_put(m->smax + at, cp);
+        break;
+    }
+    m->has_smax = n > 0;
+    m->smaxlen = (uint32_t)n;
+    m->smax_exact = 0;
+}
+
 static int flush_row_group(pq_writer *w)
 {
     if (w->rows_in_rg == 0)
@@ -271,9 +405,14 @@ static int flush_row_group(pq_writer *w)
             return -1;
         c->m.offset = (int64_t)(w->out->len - w->base);
         buf_append(w->out, c->chunk.data, c->chunk.len);
+        if (c->has_s)
+            stat_bounds(&c->m, &c->smin, &c->smax);
         rg->cols[i] = c->m;
         memset(&c->m, 0, sizeof c->m);
         buf_reset(&c->chunk);
+        buf_reset(&c->smin);
+        buf_reset(&c->smax);
+        c->has_s = 0;
     }
     if (w->out->overflow)
         return -1;
@@ -311,6 +450,20 @@ int pq_write_row(pq_writer *w, const pq_value *vals)
             }
             put_le32(&c->values, (uint32_t)v->n);
             buf_append(&c->values, v->s, v->n);
+            /* the exact extremes, copied only when one changes */
+            if (!c->has_s || bytes_cmp(v->s, v->n, c->smin.data, c->smin.len) < 0) {
+                buf_reset(&c->smin);
+                buf_append(&c->smin, v->s, v->n);
+            }
+            if (!c->has_s || bytes_cmp(v->s, v->n, c->smax.data, c->smax.len) > 0) {
+                buf_reset(&c->smax);
+                buf_append(&c->smax, v->s, v->n);
+            }
+            c->has_s = 1;
+            if (c->smin.overflow || c->smax.overflow) {
+                w->failed = 1;
+                return -1;
+            }
         } else {
             put_le64(&c->values, v->i);
             if (!c->m.has_minmax || v->i < c->m.min)
@@ -402,8 +555,9 @@ int pq_writer_finish(pq_writer *w)
             tc_field_i64(&t, 6, m->uncompressed);
             tc_field_i64(&t, 7, m->compressed);
             tc_field_i64(&t, 9, m->offset);
-            tc_field_struct(&t, 12); /* Statistics: min/max (deprecated and current) for integers */
+            tc_field_struct(&t, 12); /* Statistics */
             if (m->has_minmax) {
+                /* integers: signed order, so the deprecated min/max say the same as the current */
                 uint8_t mx[8], mn[8];
                 for (int k = 0; k < 8; k++) {
                     mx[k] = (uint8_t)((uint64_t)m->max >> (8 * k));
@@ -414,6 +568,18 @@ int pq_writer_finish(pq_writer *w)
                 tc_field_i64(&t, 3, m->nulls);
                 tc_field_binary(&t, 5, mx, 8);
                 tc_field_binary(&t, 6, mn, 8);
+                tc_field_bool(&t, 7, 1);
+                tc_field_bool(&t, 8, 1);
+            } else if (m->has_smin) {
+                /* byte arrays: unsigned order (TYPE_ORDER below), so only min_value/max_value;
+                 * the deprecated fields are signed and stay unset */
+                tc_field_i64(&t, 3, m->nulls);
+                if (m->has_smax)
+                    tc_field_binary(&t, 5, m->smax, m->smaxlen);
+                tc_field_binary(&t, 6, m->smin, m->sminlen);
+                if (m->has_smax)
+                    tc_field_bool(&t, 7, m->smax_exact);
+                tc_field_bool(&t, 8, m->smin_exact);
             } else {
                 tc_field_i64(&t, 3, m->nulls);
             }

@@ -4,7 +4,8 @@
  * What it writes: format version 1 files, one row group per `row_group_rows` rows, PLAIN
  * encoded values in v1 data pages of about PQ_PAGE_BYTES, definition levels (optional
  * columns) in the RLE/bit-packed hybrid encoding, pages compressed with zstd, snappy or not at
- * all, column statistics (null counts; min/max of integer columns) and a footer with the
+ * all, column statistics (null counts; min/max of every column: byte arrays in unsigned
+ * byte order, bounded to PQ_STAT_MAX_BYTES, integers signed) and a footer with the
  * schema (STRING and TIMESTAMP(MICROS, UTC) logical types plus their converted types), the
  * key/value metadata given, created_by and the column orders. The whole file is built in
  * memory, in `out`. The same rows give the same bytes: nothing in a file depends on time or
@@ -44,6 +45,10 @@ typedef struct pq_value {
 } pq_value;
 
 #define PQ_MAX_COLUMNS 16
+/* Byte-array statistics longer than this are written as compact bounds (a prefix for the
+ * least value, a prefix incremented for the greatest), so a column of large payloads keeps a
+ * small footer; partition names and transaction ids are exact below it. */
+#define PQ_STAT_MAX_BYTES 64
 #define PQ_PAGE_BYTES (1u << 20)
 #define PQ_CREATED_BY "queen-s3 version 2.0.0"
 

@@ -24,7 +24,7 @@ static const opt_row rows[] = {
     {"retryLimit", O_INT, OFF(retry_limit), 3, 0, 1000000, NULL},
     {"retryDelay", O_INT, OFF(retry_delay), 1000, 0, 30 * DAY * 1000, "milliseconds"},
     {"maxSize", O_INT, OFF(max_size), 0, 0, INT64_MAX / 2, "messages"},
-    {"ttl", O_INT, OFF(ttl), 3600, 0, 3650 * DAY, "seconds"},
+    {"ttl", O_INT, OFF(ttl), 3600, 0, 3650 * DAY, "seconds"}, /* legacy, not enforced (options.h) */
     {"deadLetterQueue", O_BOOL, OFF(dead_letter_queue), 1, 0, 1, NULL},
     {"dlqAfterMaxRetries", O_BOOL, OFF(dlq_after_max_retries), 1, 0, 1, NULL},
     {"delayedProcessing", O_INT, OFF(delayed_processing), 0, 0, 365 * DAY, "seconds"},
@@ -88,15 +88,6 @@ int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err,
         switch (row->type) {
         case O_INT: {
             int64_t x;
-            if (row->offset == offsetof(queue_options, ttl) && json_int64(d, v, &x) == 0 && x != row->def) {
-                /* the earlier release stored ttl and never used it; a value that would not be
-                 * honoured is refused rather than kept */
-                snprintf(err, errlen,
-                         "options.ttl is not enforced by this broker (only its default, %lld, is accepted): use "
-                         "maxWaitTimeSeconds to drop records nobody consumed in time, or retentionSeconds",
-                         (long long)row->def);
-                return -1;
-            }
             if (json_int64(d, v, &x) < 0 || x < row->lo || x > row->hi) {
                 snprintf(err, errlen, "options.%s must be an integer between %lld and %lld%s%s", row->name,
                          (long long)row->lo, (long long)row->hi, row->unit ? " " : "", row->unit ? row->unit : "");

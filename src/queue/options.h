@@ -22,7 +22,7 @@ typedef struct queue_options {
     int64_t delayed_processing;
     int64_t window_buffer;
     int64_t max_size;
-    int64_t ttl;
+    int64_t ttl;                   /* legacy: stored and reported, never enforced (as in 0.15) */
     int64_t dead_letter_queue;
     int64_t dlq_after_max_retries;
     int64_t retention_enabled;

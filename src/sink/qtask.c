@@ -179,10 +179,15 @@ static s3_pos *pos_add(s3_qtask *t, const char *name, size_t len, const uint8_t 
     return p;
 }
 
-static void add_lost(s3_qtask *t, const char *name, size_t len, int64_t from, int64_t to)
+/* Records offsets [from, to] of a partition as lost; ts is the stamp the loss was seen at
+ * (the first segment above the gap, or the partition's last record no later than the read's
+ * end), which a window holding only lost ranges is placed around (window.h). */
+static void add_lost(s3_qtask *t, const char *name, size_t len, int64_t from, int64_t to, int64_t ts)
 {
     if (to < from)
         return;
+    if (ts > 0 && (t->w.lost_ts == 0 || ts < t->w.lost_ts))
+        t->w.lost_ts = ts;
     if (t->nlost && t->lost[t->nlost - 1].partition_len == len && memcmp(t->lost[t->nlost - 1].partition, name, len) == 0 &&
         t->lost[t->nlost - 1].to + 1 == from) {
         t->lost[t->nlost - 1].to = to;
@@ -351,6 +356,32 @@ static void drop_queue(s3_qtask *t, enum qstate s)
     t->have_stored_intent = 0;
     t->claim_at_ms = 0;
     set_state(t, s);
+}
+
+/* The queue's run ends on an unexpected error that retrying the same step cannot fix (a
+ * segment of the log that does not decode, a window whose object cannot be built): the lease
+ * is given back at once (one attempt; else it expires after its TTL) so another node may try,
+ * and this node looks at the queue again after S3_FAILED_RETRY_MS. State crashed, with the
+ * reason in lastError. */
+static uint64_t crash_queue(s3_qtask *t, s3_worker *w, const char *why)
+{
+    sink_set_error(t, "crashed: %s", why);
+    log_error(S3_LOG, "queue=%s: the queue's run crashed (%s); its lease is given back and this node tries it again "
+                      "in %d s",
+              t->queue, why, S3_FAILED_RETRY_MS / 1000);
+    pthread_mutex_lock(&t->lease_mu);
+    int held = t->held && !t->lease_lost;
+    int64_t v = t->lease_version;
+    t->held = 0; /* the keeper stops refreshing it now */
+    pthread_mutex_unlock(&t->lease_mu);
+    if (held) {
+        kv_op op = kv_op_delete_if_version(S3_KV_NAMESPACE, t->k_lease, v);
+        kv_outcome o;
+        if (sinkdb_kv(&w->db, t->sink->c.tenant, &op, 1, &o) == 0)
+            kv_outcome_clear(&o);
+    }
+    drop_queue(t, Q_CRASHED);
+    return S3_FAILED_RETRY_MS;
 }
 
 /* ---- claiming ---- */
@@ -552,7 +583,7 @@ static int on_seg(void *arg, const sinkdb_seg *s)
     s3_qtask *t = c->t;
     s3_pos *pos = pos_find(t, s->name, s->name_len);
     if (pos && s->base_offset > pos->next)
-        add_lost(t, s->name, s->name_len, pos->next, s->base_offset - 1);
+        add_lost(t, s->name, s->name_len, pos->next, s->base_offset - 1, s->ts);
     if (!pos)
         pos = pos_add(t, s->name, s->name_len, s->uuid, s->base_offset);
     const char *pname = NULL;
@@ -596,7 +627,8 @@ static int on_seg(void *arg, const sinkdb_seg *s)
 }
 
 /* Reads [read_to, limit) (cut by the budget); returns 1 when the slice was cut (more to read
- * at once), 0 when it reached limit, -1 on a failure. */
+ * at once), 0 when it reached limit, -1 on a failure worth retrying, -2 when a segment does
+ * not decode (the same read fails the same way: the queue crashes). */
 static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
 {
     s3_node *n = t->node;
@@ -633,7 +665,10 @@ static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
         for (int i = 0; i < c.nparts; i++) {
             s3_pos *pos = pos_find(t, c.parts[i].name, c.parts[i].name_len);
             if (pos && pos->next < c.parts[i].start_offset) {
-                add_lost(t, pos->name, pos->len, pos->next, c.parts[i].start_offset - 1);
+                /* its records were stamped no later than its last one; the window that
+                 * records the loss must end above the stamp, so no later than this read */
+                int64_t seen = c.parts[i].last_ts < end ? c.parts[i].last_ts : end - 1;
+                add_lost(t, pos->name, pos->len, pos->next, c.parts[i].start_offset - 1, seen);
                 pos->next = c.parts[i].start_offset;
             }
         }
@@ -658,7 +693,7 @@ static int read_slice(s3_qtask *t, s3_worker *w, int64_t limit)
     strmap_free(&c.names);
     free(c.interned);
     if (rc < 0)
-        return -1;
+        return rc == -2 ? -2 : -1;
     return end < limit ? 1 : 0;
 }
 
@@ -732,9 +767,10 @@ static void manifest_of(s3_qtask *t, const s3_pending *p, s3_manifest *m)
     m->committed_at_us = wall_us();
 }
 
-/* Builds and uploads the objects and the manifest of the pending window. 0, or -1 (the
- * error is recorded; the step retries from here). */
-static int upload(s3_qtask *t, s3_worker *w)
+/* Builds and uploads the objects and the manifest of the pending window. 0, -1 (the error
+ * is recorded; the step retries from here), or -2 when an object cannot be built (the same
+ * records fail the same way: the queue crashes; *why says what failed). */
+static int upload(s3_qtask *t, s3_worker *w, char *why, size_t whylen)
 {
     s3_pending *p = &t->pend;
     s3_sink *s = t->sink;
@@ -783,7 +819,8 @@ static int upload(s3_qtask *t, s3_worker *w)
         uint64_t t_build = mono_us();
         if (s3_object_build(p->intent.format, p->intent.compression, recs + i, j - i, t->queue, t->qlen,
                             s->c.tenant_text, &obj, err, sizeof err) < 0) {
-            sink_set_error(t, "building window %llu: %s", (unsigned long long)p->intent.k, err);
+            snprintf(why, whylen, "building window %llu: %s", (unsigned long long)p->intent.k, err);
+            rc = -2;
             goto out;
         }
         buf_reset(&key);
@@ -951,6 +988,8 @@ static int commit(s3_qtask *t, s3_worker *w)
     t->w.bytes = t->buf.bytes;
     t->w.min_ts = t->buf.min_ts;
     t->w.lost = t->nlost > 0;
+    if (!t->w.lost)
+        t->w.lost_ts = 0;
     uint64_t lost = 0;
     for (int i = 0; i < p->nlost; i++)
         lost += (uint64_t)(p->lost[i].to - p->lost[i].from + 1);
@@ -967,9 +1006,9 @@ static int commit(s3_qtask *t, s3_worker *w)
     t->st.lost += lost;
     pthread_mutex_unlock(&t->node->mu);
     if (lost)
-        log_warn(S3_LOG, "queue=%s: window %llu records %llu records retention removed before the sink read them "
-                         "(see \"lost\" in %s)",
-                 t->queue, (unsigned long long)c.k, (unsigned long long)lost, p->manifest_key);
+        log_warn(S3_LOG, "queue=%s: window %llu is missing %llu record%s retention removed before the sink read "
+                         "them (see \"lost\" in %s)",
+                 t->queue, (unsigned long long)c.k, (unsigned long long)lost, lost == 1 ? "" : "s", p->manifest_key);
     log_info(S3_LOG, "window committed queue=%s k=%llu records=%llu bytes=%llu partitions=%llu tStart=%lld tEnd=%lld%s%s",
              t->queue, (unsigned long long)c.k, (unsigned long long)p->records, (unsigned long long)p->bytes,
              (unsigned long long)p->partitions, (long long)p->intent.t_start, (long long)p->intent.t_end,
@@ -1034,7 +1073,11 @@ static uint64_t run_pending(s3_qtask *t, s3_worker *w)
         set_state(t, Q_UPLOAD);
     }
     if (t->state == Q_UPLOAD) {
-        if (upload(t, w) < 0)
+        char why[400];
+        int u = upload(t, w, why, sizeof why);
+        if (u == -2)
+            return crash_queue(t, w, why);
+        if (u < 0)
             return backoff(t);
         crash_at(t, S3_CRASH_AFTER_UPLOAD);
         set_state(t, Q_COMMIT);
@@ -1249,7 +1292,17 @@ static uint64_t redo(s3_qtask *t, s3_worker *w)
     t->st.redo = 1;
     pthread_mutex_unlock(&t->node->mu);
     while (t->w.read_to < p->intent.t_end) {
-        int rc = read_slice(t, w, p->intent.t_end);
+        /* a rebuild holds the queue back until it is done: it waits for a read slot */
+        int got = node_read_acquire(t->node, 1);
+        int rc = got ? read_slice(t, w, p->intent.t_end) : -1;
+        if (got)
+            node_read_release(t->node);
+        if (rc == -2) {
+            pthread_mutex_lock(&t->node->mu);
+            t->st.redo = 0;
+            pthread_mutex_unlock(&t->node->mu);
+            return crash_queue(t, w, w->db.err);
+        }
         if (rc < 0) {
             pending_clear(p);
             buffer_clear(t->node, &t->buf);
@@ -1389,14 +1442,12 @@ static uint64_t release_lease_as(s3_qtask *t, s3_worker *w, enum qstate end)
     return UINT64_MAX;
 }
 
-static uint64_t step_fill(s3_qtask *t, s3_worker *w)
+/* One filling step: the clock, a slice read (holding a read slot, *slot, given back as soon as
+ * the read is done), the window rules, and a close when one holds. */
+static uint64_t fill(s3_qtask *t, s3_worker *w, int stopping, int giving, int *slot)
 {
     s3_node *n = t->node;
     s3_sink *s = t->sink;
-    int stopping = atomic_load(&n->stopping);
-    pthread_mutex_lock(&n->mu);
-    int giving = t->give_back;
-    pthread_mutex_unlock(&n->mu);
     if (t->unsure && resync(t, w) < 0) {
         sink_set_error(t, "%s", w->db.err);
         return backoff(t);
@@ -1432,10 +1483,18 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
         int64_t limit = s3_window_read_limit(&t->w, s->c.align);
         if (limit > t->w.read_to) {
             int r = read_slice(t, w, limit);
+            node_read_release(n);
+            *slot = 0;
+            if (r == -2)
+                return crash_queue(t, w, w->db.err);
             if (r < 0)
                 return backoff(t);
             more = r;
         }
+    }
+    if (*slot) {
+        node_read_release(n);
+        *slot = 0;
     }
     s3_window_rules rules = {
         .target_bytes = (uint64_t)s->c.target_mb << 20,
@@ -1461,6 +1520,28 @@ static uint64_t step_fill(s3_qtask *t, s3_worker *w)
     if (more)
         return 0;
     return (uint64_t)n->k.discovery_interval_ms;
+}
+
+/* A filling step reads the log, so it runs holding one of the node's read slots
+ * (QUEEN_S3_FETCH_CONCURRENCY); with none free it does nothing and comes back soon, leaving
+ * the worker to other queues' steps. A drain reads nothing and needs no slot. */
+static uint64_t step_fill(s3_qtask *t, s3_worker *w)
+{
+    s3_node *n = t->node;
+    int stopping = atomic_load(&n->stopping);
+    pthread_mutex_lock(&n->mu);
+    int giving = t->give_back;
+    pthread_mutex_unlock(&n->mu);
+    int slot = 0;
+    if (!stopping && !giving) {
+        if (!node_read_acquire(n, 0))
+            return S3_READ_SLOT_RETRY_MS;
+        slot = 1;
+    }
+    uint64_t d = fill(t, w, stopping, giving, &slot);
+    if (slot)
+        node_read_release(n);
+    return d;
 }
 
 uint64_t qtask_step(s3_qtask *t, s3_worker *w)

@@ -326,6 +326,37 @@ static void timed_wait(s3_node *n, uint64_t ms)
     pthread_cond_timedwait(&n->cv, &n->mu, &ts);
 }
 
+int node_read_acquire(s3_node *n, int wait)
+{
+    int got = 0, waited = 0;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        if (n->reads_in_flight < n->k.fetch_concurrency) {
+            n->reads_in_flight++;
+            if (n->reads_in_flight > n->reads_peak)
+                n->reads_peak = n->reads_in_flight;
+            got = 1;
+            break;
+        }
+        if (!waited)
+            n->reads_waited++;
+        waited = 1;
+        if (!wait || n->hard_stop)
+            break;
+        timed_wait(n, 100);
+    }
+    pthread_mutex_unlock(&n->mu);
+    return got;
+}
+
+void node_read_release(s3_node *n)
+{
+    pthread_mutex_lock(&n->mu);
+    n->reads_in_flight--;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
 static void *worker_main(void *arg)
 {
     s3_worker *w = arg;
@@ -559,7 +590,10 @@ int s3_node_start(s3_node *n)
                  s3_crash_name(n->k.crash_at));
     srand((unsigned)(mono_us() ^ (uint64_t)getpid()));
     n->started = 1;
-    for (int i = 0; i < S3_WORKERS; i++) {
+    int workers = S3_WORKERS;
+    if (n->k.fetch_concurrency > workers)
+        workers = n->k.fetch_concurrency > S3_MAX_WORKERS ? S3_MAX_WORKERS : (int)n->k.fetch_concurrency;
+    for (int i = 0; i < workers; i++) {
         s3_worker *w = xcalloc(1, sizeof *w);
         w->node = n;
         w->id = i;
@@ -839,8 +873,10 @@ void s3_node_status_json(s3_node *n, buf *out, const uint8_t *tenant)
     jw_cstr(out, phase);
     buf_printf(out, ",\"threads\":%d,\"instance\":", n->nworkers + (n->keeper_started ? 1 : 0));
     jw_cstr(out, n->k.instance);
-    buf_printf(out, ",\"controlPlaneError\":null,\"memory\":{\"bufferedBytes\":%llu,\"limitBytes\":%llu},\"sinks\":[",
+    buf_printf(out, ",\"controlPlaneError\":null,\"memory\":{\"bufferedBytes\":%llu,\"limitBytes\":%llu}",
                (unsigned long long)atomic_load(&n->buffered_total), (unsigned long long)((uint64_t)n->k.memory_mb << 20));
+    buf_printf(out, ",\"reads\":{\"limit\":%lld,\"inFlight\":%d,\"peak\":%d,\"waited\":%llu},\"sinks\":[",
+               (long long)n->k.fetch_concurrency, n->reads_in_flight, n->reads_peak, (unsigned long long)n->reads_waited);
     int listed = 0;
     for (int i = 0; i < n->nsinks; i++) {
         if (tenant && memcmp(tenant, n->sinks[i]->c.tenant, 16) != 0)

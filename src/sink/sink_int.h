@@ -30,7 +30,13 @@
 #include "sink/writer.h"
 
 #define S3_LOG "queen-s3"
+/* Worker threads: S3_WORKERS, or QUEEN_S3_FETCH_CONCURRENCY when that is more (so every read
+ * it allows has a worker to run on), at most S3_MAX_WORKERS: each worker holds one PostgreSQL
+ * connection. */
 #define S3_WORKERS 4
+#define S3_MAX_WORKERS 16
+/* A task that wants to read while every read slot is taken tries again this soon. */
+#define S3_READ_SLOT_RETRY_MS 20
 /* A queue that does not exist yet is looked for again this soon (spec). */
 #define S3_MISSING_RETRY_MS 5000
 /* How often QUEEN_S3_QUEUES=* lists the tenant's queues again. */
@@ -230,8 +236,13 @@ struct s3_node {
     pthread_cond_t cv;
     s3_qtask **tasks;
     int ntasks, captasks;
-    pthread_t workers[S3_WORKERS];
+    pthread_t workers[S3_MAX_WORKERS];
     int nworkers;
+    /* the read gate (QUEEN_S3_FETCH_CONCURRENCY), under mu: slice reads running now, and the
+     * most that ever ran at once */
+    int reads_in_flight;
+    int reads_peak;
+    uint64_t reads_waited;      /* reads that found every slot taken */
     pthread_t keeper;
     int keeper_started;
     atomic_int stopping;
@@ -268,6 +279,11 @@ uint64_t node_held_count(s3_node *n);
  * and *share = ceil(existing queues / live nodes), t counted as existing. */
 void sink_share(const s3_qtask *t, int *held, int *share);
 int node_memory_pressure(s3_node *n, const s3_qtask *t);
+/* The read gate: at most QUEEN_S3_FETCH_CONCURRENCY slice reads of the node's queues run at
+ * once. Returns 1 with a slot taken; 0 when none is free (wait = 0), or when the node is
+ * stopping hard while waiting (wait = 1). A slot taken is given back with node_read_release. */
+int node_read_acquire(s3_node *n, int wait);
+void node_read_release(s3_node *n);
 void sink_observe_request(void *arg, const char *op, long status);
 
 #endif

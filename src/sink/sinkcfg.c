@@ -187,6 +187,25 @@ static int parse_row(const cfg_opt *row, const char *const *aliases, void *targe
     return cfg_parse(row, 1, target, S3_SINK_CONTEXT, get, err, errlen);
 }
 
+/* ---- the switch ------------------------------------------------------------------------ */
+
+typedef struct embedded_raw {
+    int64_t on;
+} embedded_raw;
+
+static const cfg_opt embedded_row = {"QUEEN_S3_EMBEDDED", NULL, CFG_BOOL, offsetof(embedded_raw, on), 0, 0, 1,
+                                     NULL, NULL, 0, "It makes this node run the S3 sink"};
+
+int s3_embedded_load(int *on, config_getenv_fn get, char *err, size_t errlen)
+{
+    embedded_raw r = {0};
+    *on = 0;
+    if (cfg_parse(&embedded_row, 1, &r, "queen", get, err, errlen) < 0)
+        return -1;
+    *on = r.on != 0;
+    return 0;
+}
+
 /* ---- node-wide knobs -------------------------------------------------------------------- */
 
 typedef struct knobs_raw {

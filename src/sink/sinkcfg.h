@@ -129,6 +129,12 @@ typedef struct s3_sink_config {
     int64_t max_window_ms;
 } s3_sink_config;
 
+/* Reads QUEEN_S3_EMBEDDED, the switch (a boolean; unset is false) into *on. 0, or -1 with the
+ * boot line in err, in the broker's own context since the sink is not on yet:
+ *   ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=maybe is not one of true, false. It makes
+ *   this node run the S3 sink */
+int s3_embedded_load(int *on, config_getenv_fn get, char *err, size_t errlen);
+
 /* Reads the node-wide knobs. node_id is the broker's node identity (QUEEN_S3_INSTANCE's
  * default). 0, or -1 with the boot line in err. */
 int s3_node_knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, char *err, size_t errlen);

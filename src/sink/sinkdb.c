@@ -137,6 +137,7 @@ static void fill_part(const PGresult *r, int row, const part_cols *c, sinkdb_par
     p->start_offset = col_i64(r, row, c->start);
     p->next_offset = col_i64(r, row, c->next);
     p->last_offset = -1;
+    p->last_ts = 0;
 }
 
 int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budget, int64_t align_us,
@@ -174,6 +175,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
             } else if (kind == SINK_SLICE_ROW_PARTITION && cb->on_part) {
                 sinkdb_part p;
                 fill_part(r, 0, &SLICE_PART, &p);
+                p.last_ts = col_i64(r, 0, SINK_SLICE_TS);
                 cb->on_part(cb->arg, &p);
             } else if (kind == SINK_SLICE_ROW_SEGMENT && cb->on_seg) {
                 sinkdb_seg sg;
@@ -187,7 +189,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
                 sg.data_len = (size_t)PQgetlength(r, 0, SINK_SLICE_DATA);
                 if (cb->on_seg(cb->arg, &sg)) {
                     set_err(d, "reading the log", "a segment could not be decoded");
-                    rc = -1; /* the rest of the answer is read and dropped */
+                    rc = -2; /* the rest of the answer is read and dropped */
                 }
             }
         } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK) {

@@ -43,6 +43,7 @@ typedef struct sinkdb_part {
     int64_t start_offset; /* first offset still stored */
     int64_t next_offset;  /* next offset to be written */
     int64_t last_offset;  /* positions: greatest offset stamped in the range, -1 = none */
+    int64_t last_ts;      /* slices: the stamp of the partition's last record; 0 otherwise */
 } sinkdb_part;
 
 /* One segment of a slice (data is the encoded records, storage/record.h). */
@@ -66,7 +67,8 @@ typedef struct sinkdb_slice_cb {
 /* The records of queue qid stamped in [from, to), cut by `budget` bytes at a stamp boundary
  * and, with align_us > 0, at the first hour/day boundary above its first record (*end = where
  * the slice really ends, <= to). Partitions come first (on_part), then segments (on_seg).
- * 0, or -1 (d->err). */
+ * 0, -1 on a database failure (d->err), or -2 when on_seg refused a segment (corrupt data:
+ * reading it again gives the same answer). */
 int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budget, int64_t align_us,
                  const sinkdb_slice_cb *cb, int64_t *end);
 

@@ -40,9 +40,19 @@ const char *s3_close_name(enum s3_close c)
 
 int64_t s3_window_start(const s3_window_state *w, enum s3_align a)
 {
-    if (w->records == 0)
+    int have = 0;
+    int64_t first = 0;
+    if (w->records > 0) {
+        first = w->min_ts;
+        have = 1;
+    }
+    if (w->lost && w->lost_ts > 0 && (!have || w->lost_ts < first)) {
+        first = w->lost_ts;
+        have = 1;
+    }
+    if (!have)
         return w->t0;
-    int64_t f = s3_align_floor(w->min_ts, a);
+    int64_t f = s3_align_floor(first, a);
     return f > w->t0 ? f : w->t0;
 }
 
@@ -89,7 +99,7 @@ enum s3_close s3_window_decide(const s3_window_state *w, const s3_window_rules *
 int64_t s3_window_read_limit(const s3_window_state *w, enum s3_align a)
 {
     int64_t lim = w->ceiling;
-    if (w->records > 0) {
+    if (w->records > 0 || (w->lost && w->lost_ts > 0)) {
         int64_t boundary = s3_align_next(s3_window_start(w, a), a);
         if (boundary < lim)
             lim = boundary;

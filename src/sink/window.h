@@ -10,10 +10,14 @@
  *
  * The caller reads the log forward in slices and keeps every record with t0 <= ts < read_to
  * buffered (read_to never passes the ceiling). From that state these rules decide:
- *   t_start  = max(t0, floor(min_ts)), floor to the hour (align hour or none) or the day
- *              (align day): an empty stretch before the first buffered record is not
- *              written, and the first window of a queue read from the start begins at the
- *              hour its first record falls in.
+ *   t_start  = max(t0, floor(first)), floor to the hour (align hour or none) or the day
+ *              (align day), where first is the smallest buffered ts and, while a lost range
+ *              waits, the stamp the loss was seen at (lost_ts) if smaller: an empty stretch
+ *              before the first buffered record is not written, the first window of a queue
+ *              read from the start begins at the hour its first record falls in, and a
+ *              window that holds only lost ranges lies around the stamps that showed the
+ *              loss (not at t0, which is 0 for QUEEN_S3_START=earliest: the first hour of
+ *              1970). With lost_ts unknown (0) such a window starts at t0.
  *   boundary = the next hour/day boundary strictly above t_start (none: no boundary).
  *   A window closes, at t_end, when it holds at least one record (or a lost range waits to be
  *   recorded) and:
@@ -64,6 +68,8 @@ typedef struct s3_window_state {
     uint64_t bytes;   /* their weight */
     int64_t min_ts;   /* the smallest buffered ts (when records > 0) */
     int lost;         /* lost ranges were found and wait for a window to record them */
+    int64_t lost_ts;  /* while lost: the smallest stamp a loss was seen at (0 = unknown); the
+                       * caller keeps it below read_to */
 } s3_window_state;
 
 typedef struct s3_window_rules {
@@ -85,8 +91,8 @@ enum s3_close s3_window_decide(const s3_window_state *w, const s3_window_rules *
                                int64_t *t_end);
 
 /* How far the next read may reach: the ceiling, but not past the open window's boundary
- * when something is buffered (records beyond it belong to the next window and would only
- * be carried). Never below read_to. */
+ * when something is buffered or a lost range waits with its stamp (records beyond it belong
+ * to the next window and would only be carried). Never below read_to. */
 int64_t s3_window_read_limit(const s3_window_state *w, enum s3_align a);
 
 #endif

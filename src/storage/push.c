@@ -473,6 +473,8 @@ static void batch_finish(batch *b, int err_status, const char *err)
     } else {
         mc_add(&p->m.commit_failures, 1);
     }
+    char sqlstate[6];
+    memcpy(sqlstate, b->dbr.sqlstate, sizeof sqlstate); /* the batch is freed below */
     push_req *r = b->reqs;
     b->reqs = NULL;
     b->lane->busy = 0;
@@ -482,8 +484,11 @@ static void batch_finish(batch *b, int err_status, const char *err)
         push_req *next = r->next;
         r->next = NULL;
         r->err_status = err_status;
-        if (err_status)
+        r->err_internal = err_status != 0; /* the commit failed: PostgreSQL's or our own detail */
+        if (err_status) {
             snprintf(r->err, sizeof r->err, "%s", err);
+            memcpy(r->err_sqlstate, sqlstate, sizeof r->err_sqlstate);
+        }
         r->done(r);
         r = next;
     }
@@ -698,6 +703,8 @@ static void maybe_flush(pusher *p, lane *l)
 void pusher_submit(pusher *p, push_req *r)
 {
     r->err_status = 0;
+    r->err_internal = 0;
+    r->err_sqlstate[0] = '\0';
     r->err[0] = '\0';
     r->next = NULL;
     for (uint32_t i = 0; i < r->n; i++) {

@@ -59,6 +59,8 @@ struct push_req {
     void *arg;
     /* out */
     int err_status;  /* 0 ok; else an HTTP status (503 database unavailable, 500 ...) */
+    int err_internal; /* err is for the log only: the database's text or an internal failure */
+    char err_sqlstate[6]; /* with err_internal: the failed statement's SQLSTATE, or "" */
     char err[300];
     /* private */
     push_req *next;

@@ -39,7 +39,9 @@ static void write_file(const uint8_t *d, size_t n, buf *out)
     while (i + 3 <= n) {
         uint8_t a = d[i], b = d[i + 1], c = d[i + 2];
         i += 3;
-        size_t plen = a % 17, tlen = b % 9, paylen = c % 64;
+        /* payloads up to 252 bytes, past PQ_STAT_MAX_BYTES, so the compact statistics bounds
+         * (cuts on UTF-8 boundaries, increments) run on arbitrary bytes too */
+        size_t plen = a % 17, tlen = b % 9, paylen = (size_t)(c % 64) * ((size_t)(a >> 6) + 1);
         if (i + plen + tlen + paylen > n)
             break;
         pq_value v[5];

@@ -145,6 +145,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     char err[2048];
+    /* the switch: on or off, or one line in the broker's own context */
+    int on = -1;
+    memset(err, 0, sizeof err);
+    if (s3_embedded_load(&on, fuzz_getenv, err, sizeof err) == 0) {
+        CHECK(on == 0 || on == 1);
+    } else {
+        CHECK(on == 0);
+        CHECK(strncmp(err, "ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=", 44) == 0);
+        CHECK(strchr(err, '\n') == NULL);
+    }
     s3_node_knobs k;
     memset(err, 0, sizeof err);
     int kr = s3_node_knobs_load(&k, fuzz_getenv, size % 3 ? "node-1" : NULL, err, sizeof err);

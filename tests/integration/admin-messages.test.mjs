@@ -202,7 +202,7 @@ describe('GET /api/v1/messages/:partitionId/:transactionId', () => {
     const pr = await push([{ queue: 'one4', payload: 1 }]);
     let r = await get(node.url, `/api/v1/messages/${pr[0].partition_id}/nope`);
     assert.equal(r.status, 404);
-    assert.deepEqual(r.json, { error: 'Message not found' });
+    assert.deepEqual(r.json, { error: 'Message not found', code: 'not_found' });
     // a message id of another partition is not this partition's record
     r = await get(node.url, `/api/v1/messages/${pr[0].partition_id}/00000000-ffff-8000-8000-000000000000`);
     assert.equal(r.status, 404);

@@ -247,7 +247,7 @@ describe('seek', () => {
     assert.equal(r.json.cursorMovedTo, null);
     r = await post(node.url, '/api/v1/consumer-groups/P/queues/sk6/partitions/nope/seek');
     assert.equal(r.status, 404);
-    assert.deepEqual(r.json, { success: false, error: 'Partition not found' });
+    assert.deepEqual(r.json, { success: false, error: 'Partition not found', code: 'not_found' });
   });
 
   const bad = [

@@ -114,7 +114,7 @@ describe('HS256', () => {
         const ctx = `${method} ${path} as ${role}: ${r.status} ${r.text}`;
         if (RANK[role] < RANK[level]) {
           assert.equal(r.status, 403, ctx);
-          assert.deepEqual(r.json, { error: 'Insufficient permissions' }, ctx);
+          assert.deepEqual(r.json, { error: 'Insufficient permissions', code: 'forbidden' }, ctx);
         } else {
           assert.ok(r.status !== 401 && r.status !== 403, ctx);
         }
@@ -130,13 +130,13 @@ describe('HS256', () => {
         assert.equal(r.status, 200, `${path}: ${r.text}`);
       } else {
         assert.equal(r.status, 401, `${method} ${path}: ${r.text}`);
-        assert.deepEqual(r.json, { error: 'Authentication required' });
+        assert.deepEqual(r.json, { error: 'Authentication required', code: 'unauthorized' });
       }
     }
     for (const h of [{ authorization: '' }, { authorization: 'Bearer ' }, { authorization: 'Bearer   ' }]) {
       const r = await get(node.url, '/status', h);
       assert.equal(r.status, 401);
-      assert.deepEqual(r.json, { error: 'Authentication required' });
+      assert.deepEqual(r.json, { error: 'Authentication required', code: 'unauthorized' });
     }
     // CORS preflight needs no token
     const r = await api(node.url, 'OPTIONS', '/api/v1/push');
@@ -237,18 +237,18 @@ describe('issuer, audience and custom role claims', () => {
     assert.equal((await get(node.url, '/status', bearer(hs(base)))).status, 200);
     assert.equal((await get(node.url, '/status', bearer(hs({ ...base, aud: ['other', 'queen'] })))).status, 200);
     let r = await get(node.url, '/status', bearer(hs({ ...base, iss: 'https://evil.test' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token issuer' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token issuer', code: 'unauthorized' }]);
     r = await get(node.url, '/status', bearer(hs({ ...base, aud: 'other' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token audience' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token audience', code: 'unauthorized' }]);
     r = await get(node.url, '/status', bearer(hs({ ...base, exp: nowS() - 2 })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired', code: 'unauthorized' }]);
     // a token that passed (and is remembered) still expires on time
     const short = bearer(hs({ ...base, exp: nowS() + 1 }));
     assert.equal((await get(node.url, '/status', short)).status, 200);
     assert.equal((await get(node.url, '/status', short)).status, 200);
     await sleep(2100);
     r = await get(node.url, '/status', short);
-    assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Token has expired', code: 'unauthorized' }]);
   });
 
   test('roles come from the configured claims and names', async () => {
@@ -277,12 +277,12 @@ describe('RS256 with JWT_PUBLIC_KEY', () => {
     let r = await post(node.url, '/api/v1/push', { items: [{ queue: 'rs', payload: 1 }] }, bearer(ok));
     assert.equal(r.status, 201, r.text);
     r = await get(node.url, '/status', bearer(sign('RS256', rsaPair().privateKey, { role: 'admin' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token signature' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token signature', code: 'unauthorized' }]);
     // the algorithm-confusion attack: HS256 keyed with the public PEM
     r = await get(node.url, '/status', bearer(sign('HS256', key.pem, { role: 'admin' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Token uses HS256, expected RS256' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Token uses HS256, expected RS256', code: 'unauthorized' }]);
     r = await get(node.url, '/status', bearer(sign('EdDSA', edPair().privateKey, { role: 'admin' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Token uses EdDSA, expected RS256' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Token uses EdDSA, expected RS256', code: 'unauthorized' }]);
     r = await get(node.url, '/api/v1/pop/queue/rs?wait=false', bearer(ok));
     assert.equal(r.json.messages[0].producerSub, 'rsa-user');
   });
@@ -297,7 +297,7 @@ describe('EdDSA with JWT_PUBLIC_KEY', () => {
   test('Ed25519 signatures are checked', async () => {
     assert.equal((await get(node.url, '/status', bearer(sign('EdDSA', key.privateKey, { role: 'read-only' })))).status, 200);
     const r = await get(node.url, '/status', bearer(sign('EdDSA', edPair().privateKey, { role: 'read-only' })));
-    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token signature' }]);
+    assert.deepEqual([r.status, r.json], [401, { error: 'Invalid token signature', code: 'unauthorized' }]);
   });
 });
 
@@ -391,8 +391,10 @@ describe('JWKS unreachable at boot', () => {
     });
     try {
       const r = await get(node.url, '/status', bearer(sign('RS256', rsaPair().privateKey, { role: 'admin' }, { kid: 'a' })));
-      assert.deepEqual([r.status, r.json], [500, { error: 'Failed to fetch JWKS' }]);
+      assert.deepEqual([r.status, r.json], [500, { error: 'Failed to fetch JWKS', code: 'internal_error', requestId: r.headers.get('x-request-id') }]);
       assert.match(node.log, /JWKS fetch from http:\/\/127\.0\.0\.1:9\/jwks failed/);
+      // the request id of the answer names a log line
+      assert.match(node.log, new RegExp(`request ${r.headers.get('x-request-id')} \\(GET /status\\): answered 500: Failed to fetch JWKS`));
     } finally {
       await node.stop();
       rmrf(node.data);

@@ -81,15 +81,37 @@ describe('pop and ack', () => {
     assert.deepEqual(r2.json.messages.map((m) => m.data), [3]);
   });
 
-  test('a specific partition: unknown → 404 partition_not_found, leased → lease_held', async () => {
+  test('a specific partition: unknown → an empty pop (204, as the earlier release), leased → lease_held', async () => {
     await push([{ queue: 'c5', partition: 'x', payload: 1 }]);
     const nf = await pop('c5', {}, 'nope');
-    assert.equal(nf.status, 404);
-    assert.deepEqual(nf.json, { success: false, error: 'partition_not_found', messages: [] });
+    assert.equal(nf.status, 204, nf.text);
+    assert.equal(nf.text, '');
+    // an unknown queue too
+    assert.equal((await pop('c5-never', {}, 'nope')).status, 204);
     assert.equal(msgsOf(await pop('c5', {}, 'x')).length, 1);
     const held = await pop('c5', {}, 'x');
     assert.equal(held.status, 200);
     assert.deepEqual(held.json, { success: false, error: 'lease_held', messages: [] });
+  });
+
+  test('a long-poll on a partition that does not exist yet is woken by the push that creates it', async () => {
+    await push([{ queue: 'c5w', partition: 'other', payload: 0 }]);
+    for (const q of ['c5w', 'c5w-new']) { // a known queue, and a queue the push creates too
+      const t0 = Date.now();
+      const waiting = pop(q, { wait: true, timeout: 20000 }, 'later');
+      await sleep(300);
+      assert.equal((await push([{ queue: q, partition: 'later', payload: { q } }])).status, 201);
+      const r = await waiting;
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.json.messages.map((m) => m.data), [{ q }]);
+      assert.equal(r.json.partition, 'later');
+      assert.ok(Date.now() - t0 < 5000, `woken after ${Date.now() - t0} ms`);
+    }
+    // and a long-poll that nothing wakes ends empty at its timeout
+    const t0 = Date.now();
+    const r = await pop('c5w', { wait: true, timeout: 400 }, 'never');
+    assert.equal(r.status, 204);
+    assert.ok(Date.now() - t0 >= 350, `answered after ${Date.now() - t0} ms`);
   });
 
   test('an unknown queue pops nothing (204)', async () => {
@@ -352,13 +374,23 @@ describe('options enforced', () => {
     assert.deepEqual(msgsOf(await pop('o2')).map((x) => x.data), ['good']);
   });
 
-  test('the defaults dead-letter after retryLimit; ttl other than its default is refused', async () => {
+  test('the defaults dead-letter after retryLimit; ttl is stored and reported, not enforced', async () => {
     const r = await post(node.url, '/api/v1/configure', { queue: 'o3' });
     assert.equal(r.json.options.deadLetterQueue, true);
     assert.equal(r.json.options.dlqAfterMaxRetries, true);
-    const t = await post(node.url, '/api/v1/configure', { queue: 'o3', options: { ttl: 60 } });
-    assert.equal(t.status, 400);
-    assert.match(t.json.error, /options\.ttl is not enforced/);
+    assert.equal(r.json.options.ttl, 3600);
+    const t = await post(node.url, '/api/v1/configure', { queue: 'o3', options: { ttl: 1 } });
+    assert.equal(t.status, 200, t.text);
+    assert.equal(t.json.options.ttl, 1);
+    assert.equal((await get(node.url, '/api/v1/resources/queues/o3')).json.options.ttl, 1);
+    assert.equal((await get(node.url, '/api/v1/status/queues/o3')).json.queue.config.ttl, 1);
+    // a legacy option: a record older than ttl is still delivered
+    assert.equal((await push([{ queue: 'o3', payload: 'old' }])).status, 201);
+    await sleep(1500);
+    assert.deepEqual(msgsOf(await pop('o3', { autoAck: true })).map((x) => x.data), ['old']);
+    const bad = await post(node.url, '/api/v1/configure', { queue: 'o3', options: { ttl: -1 } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error, /options\.ttl must be an integer between 0 and 315360000 seconds/);
   });
 
   test('maxSize refuses pushes that would pass it, and only those', async () => {

@@ -76,7 +76,7 @@ describe('values and versions', () => {
   test('get of a missing key answers 404', async () => {
     const r = await read('none', 'nothing');
     assert.equal(r.status, 404);
-    assert.deepEqual(r.json, { error: 'key not found', namespace: 'none', key: 'nothing' });
+    assert.deepEqual(r.json, { error: 'key not found', code: 'not_found', namespace: 'none', key: 'nothing' });
   });
 
   test('keys and namespaces with slashes, colons and unicode', async () => {

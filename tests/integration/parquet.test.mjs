@@ -97,6 +97,30 @@ for (const codec of ['zstd', 'snappy', 'none']) {
       const off1 = meta.find((m) => m.rg === 1 && m.col === 'offset');
       assert.equal(Number(off1.stats_min), Math.min(...input.slice(1000, 2000).map((r) => r.offset)));
       assert.equal(Number(off1.stats_max), Math.max(...input.slice(1000, 2000).map((r) => r.offset)));
+      // byte-array statistics (unsigned byte order): exact for partition and transaction_id,
+      // compact bounds for long payloads; readers can prune on partition
+      const bytesMin = (v) => v.reduce((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)) <= 0 ? a : b));
+      const bytesMax = (v) => v.reduce((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)) >= 0 ? a : b));
+      const sm = await duck(`SELECT row_group_id::INT AS rg, path_in_schema AS col, stats_min_value AS lo, stats_max_value AS hi,
+        min_is_exact AS lx, max_is_exact AS hx, stats_min AS dlo, stats_max AS dhi FROM parquet_metadata('${file}')`);
+      for (let rg = 0; rg < 3; rg++) {
+        const part = input.slice(rg * RG, (rg + 1) * RG);
+        for (const [col, key] of [['partition', 'partition'], ['transaction_id', 'txn']]) {
+          const m = sm.find((x) => x.rg === rg && x.col === col);
+          assert.deepEqual([m.lo, m.hi, m.lx, m.hx], [bytesMin(part.map((r) => r[key])), bytesMax(part.map((r) => r[key])), true, true], `${col} rg ${rg}`);
+          assert.deepEqual([m.dlo, m.dhi], [null, null], 'no deprecated (signed) min/max for strings');
+        }
+        const m = sm.find((x) => x.rg === rg && x.col === 'payload');
+        const vals = part.map((r) => r.payload).filter((v) => v !== null);
+        assert.ok(Buffer.byteLength(m.lo) <= 64 && Buffer.byteLength(m.hi) <= 65, JSON.stringify(m));
+        assert.ok(Buffer.compare(Buffer.from(m.lo), Buffer.from(bytesMin(vals))) <= 0, 'min_value is a lower bound');
+        assert.ok(Buffer.compare(Buffer.from(m.hi), Buffer.from(bytesMax(vals))) >= 0, 'max_value is an upper bound');
+        assert.equal(m.lx, m.lo === bytesMin(vals));
+        assert.equal(m.hx, m.hi === bytesMax(vals));
+      }
+      const onePart = input[0].partition;
+      const pc = await duck(`SELECT count(*)::INT AS c FROM read_parquet('${file}') WHERE partition = '${onePart.replace(/'/g, "''")}'`);
+      assert.equal(pc[0].c, input.filter((r) => r.partition === onePart).length);
       const kv = await duck(`SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata('${file}')`);
       assert.deepEqual(kv, [{ k: 'queen.queue', v: 'orders' }, { k: 'queen.tenant', v: '00000000-0000-0000-0000-000000000001' }]);
       const fm = await duck(`SELECT created_by, num_rows::INT AS n, num_row_groups::INT AS g FROM parquet_file_metadata('${file}')`);
@@ -113,6 +137,13 @@ for (const codec of ['zstd', 'snappy', 'none']) {
       assert.equal(Number(meta.num_rows), N);
       assert.equal(meta.row_groups.length, 3);
       assert.deepEqual(meta.key_value_metadata, [{ key: 'queen.queue', value: 'orders' }, { key: 'queen.tenant', value: '00000000-0000-0000-0000-000000000001' }]);
+      for (const [i, rg] of meta.row_groups.entries()) {
+        const col = rg.columns.find((c) => c.meta_data.path_in_schema[0] === 'partition');
+        const st = col.meta_data.statistics;
+        const names = input.slice(i * RG, (i + 1) * RG).map((r) => r.partition).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        assert.deepEqual([st.min_value, st.max_value, st.is_min_value_exact, st.is_max_value_exact, Number(st.null_count)],
+          [names[0], names[names.length - 1], true, true, 0], `partition statistics of row group ${i}`);
+      }
       const ts = meta.schema.find((s) => s.name === 'ts');
       assert.equal(ts.logical_type.type, 'TIMESTAMP');
       assert.equal(ts.logical_type.isAdjustedToUTC, true);

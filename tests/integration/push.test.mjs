@@ -258,7 +258,7 @@ describe('bad input answers 4xx and stores nothing', () => {
 test('unknown routes and methods answer JSON errors', async () => {
   const a = await get(node.url, '/api/v1/nope');
   assert.equal(a.status, 404);
-  assert.deepEqual(a.json, { error: 'Not found' });
+  assert.deepEqual(a.json, { error: 'Not found', code: 'not_found' });
   const b = await get(node.url, '/api/v1/push');
   assert.equal(b.status, 405);
   assert.match(b.json.error, /not allowed/);

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 
-import { post, rmrf, sleep, startQueen, tmpDir } from './harness.mjs';
+import { post, rmrf, sleep, tmpDir } from './harness.mjs';
 import { startS3 } from './s3harness.mjs';
-import { queueRow, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
+import { nodeRegistry, queueRow, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
 const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
 
@@ -38,8 +38,10 @@ const POINTS = ['after_intent', 'mid_upload', 'after_upload', 'before_commit', '
 describe('a crash at each point of the commit sequence', () => {
   let s3;
   const dirs = [];
+  const reg = nodeRegistry(); // a node that never reached its crash point is stopped here
   before(async () => { s3 = await startS3(); });
   after(async () => {
+    await reg.stopAll();
     if (s3) await s3.stop();
     for (const d of dirs) rmrf(d);
   });
@@ -51,7 +53,7 @@ describe('a crash at each point of the commit sequence', () => {
       dirs.push(data);
       const layout = point === 'mid_upload' ? 'per-partition' : 'merged';
       const env = sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: queue, QUEEN_NODE_ID: `crash-${point}`, QUEEN_S3_LAYOUT: layout });
-      const first = await startQueen({ dataDir: data, env: { ...env, QUEEN_S3_CRASH_AT: point } });
+      const first = await reg.start({ dataDir: data, env: { ...env, QUEEN_S3_CRASH_AT: point } });
       const items = [];
       for (let i = 0; i < 30; i++) items.push({ queue, partition: `p${i % 3}`, payload: { i, total: 42.00 } });
       const r = await post(first.url, '/api/v1/push', { items });
@@ -65,7 +67,7 @@ describe('a crash at each point of the commit sequence', () => {
       if (point === 'after_upload' || point === 'before_commit' || point === 'after_commit')
         assert.ok(prefixed.some((k) => k.endsWith('0000000001.json')), 'the manifest is up');
 
-      const second = await startQueen({ dataDir: data, env });
+      const second = await reg.start({ dataDir: data, env });
       try {
         await waitFor('window 1 committed after the restart', async () => {
           const row = await queueRow(second, queue);

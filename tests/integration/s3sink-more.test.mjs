@@ -12,9 +12,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 
-import { api, get, post, rmrf, sleep, startPostgres, startQueen, tmpDir } from './harness.mjs';
+import { api, get, post, rmrf, sleep, startPostgres, tmpDir } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
-import { queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
+import { nodeRegistry, queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
 const TENANT = '00000000-0000-0000-0000-000000000001';
 
@@ -29,16 +29,17 @@ async function lake(s3, queue) {
 describe('layouts, discovery and starts', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => {
     s3 = await startS3();
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
   });
 
   test('per-partition layout writes one object per partition with its offsets in the key', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pp', QUEEN_S3_LAYOUT: 'per-partition' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pp', QUEEN_S3_LAYOUT: 'per-partition' }) });
     const items = [];
     for (let i = 0; i < 9; i++) items.push({ queue: 'pp', partition: i % 3 === 0 ? 'a/b' : `p${i % 3}`, payload: { i } });
     assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
@@ -62,7 +63,7 @@ describe('layouts, discovery and starts', () => {
   });
 
   test('a pretty-printed payload stays on one line: its line breaks become spaces, nothing else changes', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pretty' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pretty' }) });
     const payload = '{\n  "a": 1.50,\r\n  "b": [1,\n    2],\n  "s": "x\\ny"\n}';
     assert.equal((await post(node.url, '/api/v1/push', `{"items":[{"queue":"pretty","partition":"p","payload":${payload}}]}`)).status, 201);
     await waitFor('window 1 of pretty', async () => ((await queueRow(node, 'pretty')) || {}).k >= 1, 30000, node);
@@ -75,7 +76,7 @@ describe('layouts, discovery and starts', () => {
   });
 
   test('QUEEN_S3_QUEUES=* finds queues created later; latest starts after what existed', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: '*', QUEEN_S3_START: 'latest' }) });
     // created before the sink finds it: with latest, these are not in the lake
     await post(node.url, '/api/v1/push', { items: [{ queue: 'late', partition: 'p', payload: { before: true } }] });
     await waitFor('the late queue claimed', async () => {
@@ -98,36 +99,53 @@ describe('records retention removed before the sink read them', () => {
   let s3;
   let proxy;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => {
     s3 = await startS3();
     proxy = await startFaultProxy(s3.endpoint);
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (proxy) await proxy.stop();
     if (s3) await s3.stop();
   });
 
   test('are recorded in the manifest and counted, never silent', async () => {
     proxy.pass(); proxy.fault('500');
-    node = await startQueen({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev' }), RETENTION_INTERVAL: '200' } });
-    assert.equal((await post(node.url, '/api/v1/configure', { queue: 'ev', options: { maxWaitTimeSeconds: 1 } })).status, 200);
-    const items = [];
-    for (let i = 0; i < 5; i++) items.push({ queue: 'ev', partition: 'p', payload: { gone: i } });
-    await post(node.url, '/api/v1/push', { items });
-    await waitFor('eviction', async () => {
-      const f = await post(node.url, '/api/v1/fetch', { queue: 'ev' });
-      return f.json.records.length === 0;
-    }, 20000, node);
+    // evgap: QUEEN_S3_START=earliest meets the gap before any record it can read, so its first
+    // window holds only the lost range
+    node = await reg.start({ env: { ...sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: 'ev,evgap' }), RETENTION_INTERVAL: '200', EVICTION_INTERVAL: '200' } });
+    let gapTs;
+    for (const q of ['ev', 'evgap']) {
+      assert.equal((await post(node.url, '/api/v1/configure', { queue: q, options: { maxWaitTimeSeconds: 1 } })).status, 200);
+      const items = [];
+      for (let i = 0; i < 5; i++) items.push({ queue: q, partition: 'p', payload: { gone: i } });
+      await post(node.url, '/api/v1/push', { items });
+      if (q === 'evgap') gapTs = (await post(node.url, '/api/v1/fetch', { queue: q })).json.records[4].ts;
+      await waitFor(`eviction of ${q}`, async () => {
+        const f = await post(node.url, '/api/v1/fetch', { queue: q });
+        return f.json.records.length === 0;
+      }, 20000, node);
+    }
     await post(node.url, '/api/v1/push', { items: [{ queue: 'ev', partition: 'p', payload: { kept: true } }] });
     proxy.pass();
     await waitFor('window 1 of ev', async () => ((await queueRow(node, 'ev')) || {}).k >= 1, 30000, node);
+    await waitFor('window 1 of evgap', async () => ((await queueRow(node, 'evgap')) || {}).k >= 1, 30000, node);
+    const g = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=evgap/windows/0000000001.json`)).toString());
+    assert.deepEqual(g.lost, [{ partition: 'p', from: 0, to: 4 }]);
+    assert.equal(g.records, 0);
+    assert.deepEqual(g.objects, []);
+    // its bounds hold the stamps involved, not the first hour of 1970
+    assert.ok(g.tStart <= gapTs && gapTs < g.tEnd, `[${g.tStart}, ${g.tEnd}) holds ${gapTs}`);
+    assert.equal(g.tStart, Math.floor(gapTs / 3600e6) * 3600e6);
+    assert.match(node.log, /window committed queue=evgap k=1 records=0 /);
     const m = JSON.parse((await s3.get(`queen/_queen/tenant=${TENANT}/queue=ev/windows/0000000001.json`)).toString());
     assert.deepEqual(m.lost, [{ partition: 'p', from: 0, to: 4 }]);
     assert.equal(m.records, 1);
     const metrics = (await get(node.url, '/metrics/prometheus')).text;
     assert.match(metrics, /^queen_s3_records_lost_total\{queue="ev"\} 5$/m);
     assert.match(node.log, /retention removed before the sink read them/);
+    assert.match(node.log, /queue=ev: window 1 is missing 5 records retention removed before the sink read them \(see "lost" in queen\/_queen\/tenant=[0-9a-f-]+\/queue=ev\/windows\/0000000001\.json\)/);
     const row = await queueRow(node, 'ev');
     assert.equal(row.recordsLost, 5);
   });
@@ -136,13 +154,14 @@ describe('records retention removed before the sink read them', () => {
 describe('two nodes on one database', () => {
   let pg;
   let s3;
-  const nodes = [];
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  const nodes = reg.nodes;
   before(async () => {
     pg = await startPostgres();
     s3 = await startS3();
   });
   after(async () => {
-    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (pg) pg.destroy();
   });
@@ -150,8 +169,8 @@ describe('two nodes on one database', () => {
   const env = (id) => ({ ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'orders,clicks' }), QUEEN_PG_URL: pg.url, QUEEN_NODE_ID: id });
 
   test('one writer per queue, the other node shows it held; the hold reads the pointer', async () => {
-    nodes.push(await startQueen({ env: env('node-a') }));
-    nodes.push(await startQueen({ env: env('node-b') }));
+    (await reg.start({ env: env('node-a') }));
+    (await reg.start({ env: env('node-b') }));
     const [a, b] = nodes;
     for (const q of ['orders', 'clicks']) await post(a.url, '/api/v1/push', { items: [{ queue: q, partition: 'p', payload: { n: 0 } }] });
     await waitFor('both queues committed', async () => {
@@ -197,8 +216,7 @@ describe('two nodes on one database', () => {
     await owner.stop();
     await waitFor('the other node takes orders', async () => ((await queueRow(other, 'orders')) || {}).ownedHere, 20000, other);
     await pushSome(other, 20);
-    const third = await startQueen({ env: env(owner === a ? 'node-a' : 'node-b') });
-    nodes.push(third);
+    const third = await reg.start({ env: env(owner === a ? 'node-a' : 'node-b') });
     await sleep(500);
     await pushSome(third, 20);
     owner = other;
@@ -219,16 +237,17 @@ describe('two nodes on one database', () => {
 describe('memory, codecs, checkpoints, the fence and the drain', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   before(async () => { s3 = await startS3(); });
   after(async () => {
-    if (node && !node.exited) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
   });
 
   test('the sink runs on threads named queen-s3', async () => {
     // latest: the window starts when the queue is claimed, so it is young and only memory
     // pressure can close it within the test
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'mem', QUEEN_S3_MEMORY_MB: '1', QUEEN_S3_MAX_WINDOW_MS: '300000',
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'mem', QUEEN_S3_MEMORY_MB: '1', QUEEN_S3_MAX_WINDOW_MS: '300000',
       QUEEN_S3_COMPRESSION: 'gzip', QUEEN_S3_CHECKPOINT_EVERY: '1', QUEEN_S3_START: 'latest' }) });
     const names = fs.readdirSync(`/proc/${node.proc.pid}/task`).map((t) => fs.readFileSync(`/proc/${node.proc.pid}/task/${t}/comm`, 'utf8').trim());
     assert.ok(names.filter((n) => n === 'queen-s3').length >= 2, names.join(','));
@@ -278,7 +297,7 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
   });
 
   test('SIGTERM commits the window being filled when it is worth it, then gives the lease back', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'drain', QUEEN_S3_MAX_WINDOW_MS: '300000', QUEEN_S3_START: 'latest' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'drain', QUEEN_S3_MAX_WINDOW_MS: '300000', QUEEN_S3_START: 'latest' }) });
     await post(node.url, '/api/v1/configure', { queue: 'drain', options: {} });
     await waitFor('drain claimed', async () => ((await queueRow(node, 'drain')) || {}).state === 'filling', 20000, node);
     const pad = 'z'.repeat(1000);
@@ -296,22 +315,83 @@ describe('memory, codecs, checkpoints, the fence and the drain', () => {
   });
 });
 
+describe('QUEEN_S3_FETCH_CONCURRENCY', () => {
+  let s3;
+  let data;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  before(async () => {
+    s3 = await startS3();
+    data = tmpDir('queen-data-');
+  });
+  after(async () => {
+    await reg.stopAll();
+    if (s3) await s3.stop();
+    if (data) rmrf(data);
+  });
+  const QUEUES = ['fc1', 'fc2', 'fc3', 'fc4'];
+  const PER_QUEUE = 3000;
+
+  test('a backlog of four queues: at most that many log reads at once, and more workers above four', async () => {
+    // the backlog is written with the sink off, then drained twice by sinks of their own names
+    const w = await reg.start({ dataDir: data });
+    const pad = 'f'.repeat(1000);
+    for (const q of QUEUES) {
+      for (let from = 0; from < PER_QUEUE; from += 500) {
+        const items = [];
+        for (let i = from; i < from + 500; i++) items.push({ queue: q, partition: `p${i % 4}`, payload: { i, pad } });
+        assert.equal((await post(w.url, '/api/v1/push', { items })).status, 201);
+      }
+    }
+    // lease rows under the draining node's own name, as an earlier life of it would leave:
+    // it takes every queue back at once (no claim pacing), so the four drain side by side
+    for (const fc of [1, 8]) {
+      for (const q of QUEUES) {
+        const r = await api(w.url, 'PUT', `/api/v1/kv/queen-s3/${encodeURIComponent(`s3:fc${fc}:${q}:lease`)}`,
+          { value: { instance: 'fc-node', incarnation: 'earlier', sinceMs: 0 }, ttlMs: 60000 });
+        assert.equal(r.status, 200, r.text);
+      }
+    }
+    await w.stop();
+    for (const fc of [1, 8]) {
+      const node = await reg.start({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: QUEUES.join(','), QUEEN_S3_SINK: `fc${fc}`,
+        QUEEN_S3_PREFIX: `fc${fc}`, QUEEN_S3_TARGET_MB: '1', QUEEN_S3_FETCH_CONCURRENCY: String(fc) }), QUEEN_NODE_ID: 'fc-node' } });
+      await waitFor(`the backlog drained with QUEEN_S3_FETCH_CONCURRENCY=${fc}`, async () => {
+        const rows = (await s3Status(node)).sinks[0].queues;
+        return QUEUES.every((q) => (rows.find((r) => r.queue === q) || {}).records === PER_QUEUE);
+      }, 60000, node);
+      const st = await s3Status(node);
+      assert.equal(st.reads.limit, fc);
+      assert.equal(st.threads, Math.max(4, fc) + 1, 'the workers and the keeper');
+      if (fc === 1) {
+        assert.equal(st.reads.peak, 1, JSON.stringify(st.reads));
+        assert.ok(st.reads.waited > 0, `four queues contended for the one slot: ${JSON.stringify(st.reads)}`);
+      } else {
+        assert.ok(st.reads.peak >= 2, `reads ran side by side: ${JSON.stringify(st.reads)}`);
+        assert.ok(st.reads.peak <= fc);
+      }
+      assert.match(node.log, new RegExp(`fetch_concurrency=${fc} `));
+      await node.stop();
+    }
+  });
+});
+
 describe('Parquet objects', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   let dir;
   before(async () => {
     s3 = await startS3();
     dir = tmpDir('queen-lake-pq-');
   });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (dir) rmrf(dir);
   });
 
   test('QUEEN_S3_FORMAT=parquet: DuckDB and hyparquet read the lake, payload text exact', async () => {
-    node = await startQueen({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pq', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_PARQUET_CODEC: 'snappy' }) });
+    node = await reg.start({ env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pq', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_PARQUET_CODEC: 'snappy' }) });
     const body = '{"items":[{"queue":"pq","partition":"a","payload":{"total":42.00}},{"queue":"pq","partition":"b","payload":null},'
       + '{"queue":"pq","partition":"a","payload":[1, 2]}]}';
     assert.equal((await post(node.url, '/api/v1/push', body)).status, 201);
@@ -341,15 +421,67 @@ describe('Parquet objects', () => {
     assert.equal(m.compression, 'snappy');
     assert.match(m.writer, /^queen-s3\/\S+ parquet\+snappy$/);
   });
+  test('row groups of 100,000 records through the broker: DuckDB and hyparquet read every record back', async () => {
+    // the records are in the log before the sink starts, so one window holds them all
+    const data = tmpDir('queen-data-');
+    const w = await reg.start({ dataDir: data });
+    const N = 150000;
+    const PARTS = 7;
+    for (let from = 0; from < N; from += 5000) {
+      const items = [];
+      for (let i = from; i < from + 5000; i++) items.push({ queue: 'pqbig', partition: `part-${i % PARTS}`, payload: { i } });
+      assert.equal((await post(w.url, '/api/v1/push', { items })).status, 201);
+    }
+    await w.stop();
+    node = await reg.start({ dataDir: data, env: sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'pqbig', QUEEN_S3_FORMAT: 'parquet', QUEEN_S3_ALIGN: 'none' }) });
+    await waitFor('the window of pqbig', async () => ((await queueRow(node, 'pqbig')) || {}).records >= N, 120000, node);
+    const objs = await s3.list(`queen/tenant=${TENANT}/queue=pqbig/`);
+    assert.equal(objs.length, 1, JSON.stringify(objs));
+    const file = path.join(dir, 'big', objs[0].key);
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, await s3.get(objs[0].key));
+    const inst = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const db = await inst.connect();
+    const duck = async (sql) => (await db.runAndReadAll(sql)).getRowObjectsJson();
+    const groups = await duck(`SELECT row_group_id::INT AS rg, row_group_num_rows::INT AS n, stats_min_value AS lo, stats_max_value AS hi
+      FROM parquet_metadata('${file}') WHERE path_in_schema = 'partition' ORDER BY 1`);
+    // sorted by partition and offset: the first row group holds part-0 .. part-4 and some of part-4
+    const perPart = Math.ceil(N / PARTS);
+    assert.deepEqual(groups.map((g) => g.n), [100000, 50000]);
+    assert.deepEqual(groups.map((g) => [g.lo, g.hi]), [['part-0', `part-${Math.floor(99999 / perPart)}`], [`part-${Math.floor(100000 / perPart)}`, `part-${PARTS - 1}`]]);
+    const agg = await duck(`SELECT count(*)::INT AS c, count(DISTINCT partition)::INT AS p, sum((payload::JSON->>'i')::BIGINT)::BIGINT::VARCHAR AS s,
+      bool_and(payload = '{"i":' || ((payload::JSON->>'i')) || '}') AS exact FROM read_parquet('${file}')`);
+    assert.deepEqual(agg, [{ c: N, p: PARTS, s: String((N * (N - 1)) / 2), exact: true }]);
+    const offs = await duck(`SELECT partition, min("offset")::INT AS lo, max("offset")::INT AS hi, count(*)::INT AS n FROM read_parquet('${file}') GROUP BY 1 ORDER BY 1`);
+    for (const o of offs) assert.deepEqual([o.lo, o.hi], [0, o.n - 1], `${o.partition}: offsets 0..n-1`);
+    const buf = fs.readFileSync(file);
+    const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
+    const rows = await parquetReadObjects({ file: ab, compressors });
+    assert.equal(rows.length, N);
+    const seen = new Uint8Array(N);
+    let prev = null;
+    for (const r of rows) {
+      const i = JSON.parse(r.payload).i;
+      assert.equal(r.partition, `part-${i % PARTS}`);
+      assert.equal(Number(r.offset), Math.floor(i / PARTS));
+      seen[i]++;
+      const key = `${r.partition}/${String(r.offset).padStart(8, '0')}`;
+      if (prev !== null) assert.ok(prev < key, `sorted: ${prev} then ${key}`);
+      prev = key;
+    }
+    assert.ok(seen.every((x) => x === 1), 'every record once');
+    rmrf(data);
+  });
 });
 
 describe('encrypted queues', () => {
   let s3;
   let node;
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
   let data;
   before(async () => { s3 = await startS3(); });
   after(async () => {
-    if (node) await node.stop();
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (data) rmrf(data);
   });
@@ -359,12 +491,12 @@ describe('encrypted queues', () => {
   test('the lake is plaintext; a payload this node cannot open is a JSON string of its stored bytes', async () => {
     data = tmpDir('queen-data-');
     // written under K1 by a node without the sink
-    const a = await startQueen({ dataDir: data, env: { QUEEN_ENCRYPTION_KEY: K1 } });
+    const a = await reg.start({ dataDir: data, env: { QUEEN_ENCRYPTION_KEY: K1 } });
     assert.equal((await post(a.url, '/api/v1/configure', { queue: 'sealed1', options: { encryptionEnabled: true } })).status, 200);
     assert.equal((await post(a.url, '/api/v1/push', '{"items":[{"queue":"sealed1","partition":"p","payload":{"secret":42.00}}]}')).status, 201);
     await a.stop();
     // read by a node holding another key
-    node = await startQueen({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'sealed1,sealed2' }), QUEEN_ENCRYPTION_KEY: K2 } });
+    node = await reg.start({ dataDir: data, env: { ...sinkEnv(s3.endpoint, { QUEEN_S3_QUEUES: 'sealed1,sealed2' }), QUEEN_ENCRYPTION_KEY: K2 } });
     assert.equal((await post(node.url, '/api/v1/configure', { queue: 'sealed2', options: { encryptionEnabled: true } })).status, 200);
     assert.equal((await post(node.url, '/api/v1/push', '{"items":[{"queue":"sealed2","partition":"p","payload":{"secret":17.50}}]}')).status, 201);
     await waitFor('both windows', async () => ((await queueRow(node, 'sealed1')) || {}).k >= 1 && ((await queueRow(node, 'sealed2')) || {}).k >= 1, 30000, node);
@@ -383,13 +515,14 @@ describe('encrypted queues', () => {
 describe('placement: the queues spread over the nodes', () => {
   let pg;
   let s3;
-  const nodes = [];
+  const reg = nodeRegistry(); // every node started here is stopped in after(), whatever the tests did
+  const nodes = reg.nodes;
   before(async () => {
     pg = await startPostgres();
     s3 = await startS3();
   });
   after(async () => {
-    for (const n of nodes) if (!n.exited) await n.stop().catch(() => {});
+    await reg.stopAll();
     if (s3) await s3.stop();
     if (pg) pg.destroy();
   });
@@ -402,16 +535,14 @@ describe('placement: the queues spread over the nodes', () => {
   };
 
   test('a node that joins gets its share; the one above it gives queues back one at a time; then nothing moves', async () => {
-    const a = await startQueen({ env: env('node-a') });
-    nodes.push(a);
+    const a = await reg.start({ env: env('node-a') });
     let n = 0;
     const pushAll = async (node) => {
       for (const q of QUEUES) assert.equal((await post(node.url, '/api/v1/push', { items: [{ queue: q, partition: `p${n % 2}`, payload: { n: n++ } }] })).status, 201);
     };
     await pushAll(a);
     await waitFor('node-a holds every queue', async () => (await placement(a)).held === 4, 40000, a);
-    const b = await startQueen({ env: env('node-b') });
-    nodes.push(b);
+    const b = await reg.start({ env: env('node-b') });
     const pusher = setInterval(() => { pushAll(a).catch(() => {}); }, 700);
     try {
       await waitFor('two queues each', async () => {

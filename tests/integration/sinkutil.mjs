@@ -1,9 +1,12 @@
 // sinkutil.mjs — helpers of the S3 sink's integration tests: the environment of a node that
-// runs the sink against a local S3 server, status polling, ISO µs stamps, zstd.
+// runs the sink against a local S3 server, status polling, ISO µs stamps, zstd, the records of
+// a queue in the lake, and a registry of the nodes a describe block starts.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 
-import { get, sleep } from './harness.mjs';
+import { get, sleep, startQueen } from './harness.mjs';
+
+export const TENANT = '00000000-0000-0000-0000-000000000001';
 
 export function sinkEnv(endpoint, extra = {}) {
   return {
@@ -59,3 +62,37 @@ export const zstdDecode = (buf) => {
   assert.equal(r.status, 0, r.stderr.toString());
   return r.stdout.toString();
 };
+
+// Every record of a queue in the lake (JSONL zstd objects), each with the key it is in.
+export async function lakeRecords(s3, queue) {
+  const out = [];
+  for (const o of await s3.list(`queen/tenant=${TENANT}/queue=${encodeURIComponent(queue)}/`)) {
+    for (const line of zstdDecode(await s3.get(o.key)).split('\n')) if (line) out.push({ key: o.key, ...JSON.parse(line) });
+  }
+  return out;
+}
+
+// The nodes a describe block starts: start() registers each one before its test can fail,
+// and stopAll() (in after()) stops every node still running whatever the tests did — a
+// stopped (SIGSTOP) node is continued first — then rethrows the first failure (a node that
+// exited badly or left a sanitizer report), so a failed test never leaks a node.
+export function nodeRegistry() {
+  const nodes = [];
+  return {
+    nodes,
+    async start(opts) {
+      const n = await startQueen(opts);
+      nodes.push(n);
+      return n;
+    },
+    async stopAll() {
+      let first = null;
+      for (const n of nodes.splice(0)) {
+        if (n.exited) continue;
+        try { process.kill(n.proc.pid, 'SIGCONT'); } catch { /* gone */ }
+        try { await n.stop(); } catch (e) { first = first || e; }
+      }
+      if (first) throw first;
+    },
+  };
+}

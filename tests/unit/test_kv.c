@@ -334,7 +334,7 @@ static void test_fail_messages(void **state)
     kv_outcome o = failed(KV_FAIL_MAX, 0, 12, "10");
     kv_fail_json(&b, &inc, &o);
     assert_string_equal(buf_cstr(&b),
-                        "{\"error\":\"op 0 (incr rl/user-1): incr refused: 10 + 1 would pass max 10\",\"failedOp\":0,"
+                        "{\"error\":\"op 0 (incr rl/user-1): incr refused: 10 + 1 would pass max 10\",\"code\":\"conflict\",\"failedOp\":0,"
                         "\"reason\":\"max_exceeded\",\"op\":\"incr\",\"namespace\":\"rl\",\"key\":\"user-1\","
                         "\"currentVersion\":12,\"currentValue\":10}");
     buf_free(&b);

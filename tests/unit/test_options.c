@@ -283,17 +283,29 @@ static void test_options_in_a_larger_document(void **state)
     json_doc_free(&d);
 }
 
-/* ttl was stored and never used by the earlier release: only its default is accepted */
-static void test_ttl_refused(void **state)
+/* ttl is a legacy option of the earlier release, stored and reported but not enforced: any
+ * value in range is kept (and echoed), out-of-range ones are refused like any integer option */
+static void test_ttl_stored(void **state)
 {
     (void)state;
     queue_options o;
-    assert_int_equal(parse_opts("{\"ttl\":3600}", &o), 0);
-    assert_int_equal(o.ttl, 3600);
-    static const char *const bad[] = {"{\"ttl\":0}", "{\"ttl\":60}", "{\"ttl\":7200}"};
+    static const int64_t ok[] = {0, 60, 3600, 7200, 3650LL * 86400};
+    char in[64];
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(in, sizeof in, "{\"ttl\":%lld}", (long long)ok[i]);
+        assert_int_equal(parse_opts(in, &o), 0);
+        assert_int_equal(o.ttl, ok[i]);
+        buf b;
+        buf_init(&b, 0);
+        queue_options_json(&o, &b);
+        snprintf(in, sizeof in, "\"ttl\":%lld,", (long long)ok[i]);
+        assert_non_null(strstr(buf_cstr(&b), in));
+        buf_free(&b);
+    }
+    static const char *const bad[] = {"{\"ttl\":-1}", "{\"ttl\":315360001}", "{\"ttl\":\"60\"}", "{\"ttl\":1.5}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(parse_opts(bad[i], &o), -1);
-        assert_non_null(strstr(g_err, "options.ttl is not enforced by this broker"));
+        assert_non_null(strstr(g_err, "options.ttl must be an integer between 0 and 315360000 seconds"));
     }
 }
 
@@ -366,7 +378,7 @@ int main(void)
         cmocka_unit_test(test_unknown_and_shape),
         cmocka_unit_test(test_options_in_a_larger_document),
         cmocka_unit_test(test_sink_hold),
-        cmocka_unit_test(test_ttl_refused),
+        cmocka_unit_test(test_ttl_stored),
         cmocka_unit_test(test_small_error_buffer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,6 +191,195 @@ static void test_deterministic_and_refusals(void **state)
     buf_free(&out);
 }
 
+/* ---- statistics ---- */
+
+typedef struct stats {
+    int has_max, has_min, has_dmax, has_dmin, has_nulls, has_max_exact, has_min_exact;
+    uint8_t max[128], min[128];
+    size_t maxlen, minlen;
+    int64_t nulls;
+    int max_exact, min_exact;
+} stats;
+
+/* Reads the Statistics of column col in row group rg from the file in out. */
+static void stats_of(const buf *out, uint32_t rg, uint32_t col, stats *st)
+{
+    memset(st, 0, sizeof *st);
+    const uint8_t *e = (const uint8_t *)out->data + out->len - 8;
+    uint32_t flen = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 | (uint32_t)e[3] << 24;
+    const uint8_t *p = e - flen;
+    enum tc_type t;
+    uint64_t n;
+    assert_int_equal(find_field(&p, e, 4, &t), 0); /* row_groups */
+    assert_int_equal(t, TC_LIST);
+    n = *p >> 4;
+    if (*p++ >> 4 == 15)
+        assert_int_equal(tc_read_varint(&p, e, &n), 0);
+    assert_true(rg < n);
+    for (uint32_t i = 0; i < rg; i++)
+        assert_int_equal(tc_skip(&p, e, TC_STRUCT, 1), 0);
+    assert_int_equal(find_field(&p, e, 1, &t), 0); /* RowGroup.columns */
+    n = *p >> 4;
+    if (*p++ >> 4 == 15)
+        assert_int_equal(tc_read_varint(&p, e, &n), 0);
+    assert_true(col < n);
+    for (uint32_t i = 0; i < col; i++)
+        assert_int_equal(tc_skip(&p, e, TC_STRUCT, 1), 0);
+    assert_int_equal(find_field(&p, e, 3, &t), 0);  /* ColumnChunk.meta_data */
+    assert_int_equal(find_field(&p, e, 12, &t), 0); /* ColumnMetaData.statistics */
+    assert_int_equal(t, TC_STRUCT);
+    int16_t last = 0, id;
+    for (;;) {
+        assert_int_equal(tc_read_field(&p, e, &last, &id, &t), 0);
+        if (t == TC_STOP)
+            break;
+        uint64_t v;
+        if (t == TC_BINARY) {
+            assert_int_equal(tc_read_varint(&p, e, &v), 0);
+            assert_true(v <= 128 && v <= (uint64_t)(e - p));
+            if (id == 5 || id == 6) {
+                memcpy(id == 5 ? st->max : st->min, p, (size_t)v);
+                *(id == 5 ? &st->maxlen : &st->minlen) = (size_t)v;
+                *(id == 5 ? &st->has_max : &st->has_min) = 1;
+            } else if (id == 1) {
+                st->has_dmax = 1;
+            } else if (id == 2) {
+                st->has_dmin = 1;
+            }
+            p += v;
+        } else if (t == TC_I64 && id == 3) {
+            assert_int_equal(tc_read_varint(&p, e, &v), 0);
+            st->nulls = tc_unzigzag(v);
+            st->has_nulls = 1;
+        } else if ((t == TC_TRUE || t == TC_FALSE) && (id == 7 || id == 8)) {
+            *(id == 7 ? &st->max_exact : &st->min_exact) = t == TC_TRUE;
+            *(id == 7 ? &st->has_max_exact : &st->has_min_exact) = 1;
+        } else {
+            fail_msg("unexpected Statistics field %d of type %d", id, t);
+        }
+    }
+}
+
+static void assert_bytes(const uint8_t *got, size_t gotlen, const char *want, size_t wantlen)
+{
+    assert_int_equal(gotlen, wantlen);
+    assert_memory_equal(got, want, wantlen);
+}
+
+/* min_value/max_value for byte arrays (unsigned order, exact below PQ_STAT_MAX_BYTES, compact
+ * UTF-8 bounds above it), null_count everywhere, integers with both generations of fields. */
+static void test_statistics(void **state)
+{
+    (void)state;
+    static const pq_column cols[3] = {{"s", PQ_STRING, 0}, {"o", PQ_STRING, 1}, {"i", PQ_INT64, 0}};
+    char a63[64], y70[71], x100[101];
+    memset(a63, 'a', 63);
+    memset(y70, 'y', 70);
+    memset(x100, 'x', 100);
+    /* row group 0: short strings, exact; the optional column has one null */
+    /* row group 1: long values, compact bounds */
+    /* row group 2: the optional column all null */
+    /* row group 3: character boundaries and characters that cannot be incremented */
+    char ub[80], uc[80], ud[80], ue[80];
+    memcpy(ub, a63, 63); memcpy(ub + 63, "\xc3\xa9zzz", 5);                       /* 68: 'é' across the cut */
+    memcpy(uc, a63, 60); memcpy(uc + 60, "\xf4\x8f\xbf\xbf" "bbbb", 8);             /* 68: U+10FFFF just below it */
+    memcpy(ud, a63, 61); memcpy(ud + 61, "\xed\x9f\xbf" "qqqq", 7);                  /* 68: U+D7FF just below it */
+    memset(ue, 0xff, 70);                                                          /* not UTF-8 at all */
+    struct {
+        const char *s;
+        size_t sn;
+        const char *o;
+        size_t on;
+        int64_t i;
+    } rows[] = {
+        {"b", 1, "{}", 2, 5}, {"\xc3\xbc", 2, NULL, 0, -7}, {"a", 1, "[1]", 3, 9}, {"ab", 2, "\"z\"", 3, 0},
+        {y70, 70, x100, 100, 1}, {x100, 100, y70, 70, 2}, {"c", 1, "c", 1, 3}, {"c", 1, "c", 1, 3},
+        {"p", 1, NULL, 0, 1}, {"p", 1, NULL, 0, 1}, {"p", 1, NULL, 0, 1}, {"p", 1, NULL, 0, 1},
+        {ub, 68, uc, 68, 1}, {uc, 68, ud, 68, 1}, {"a", 1, ue, 70, 1}, {"a", 1, "a", 1, 1},
+    };
+    buf out;
+    buf_init(&out, 0);
+    pq_writer *w = pq_writer_new("t", cols, 3, PQ_CODEC_NONE, 0, 4, &out);
+    assert_non_null(w);
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        pq_value v[3] = {{rows[r].s, rows[r].sn, 0, 0}, {rows[r].o, rows[r].on, 0, rows[r].o == NULL}, {NULL, 0, rows[r].i, 0}};
+        assert_int_equal(pq_write_row(w, v), 0);
+    }
+    assert_int_equal(pq_writer_finish(w), 0);
+    pq_writer_free(w);
+    stats st;
+    /* 0: exact, unsigned order ("\xc3\xbc" sorts above ASCII), no deprecated fields for strings */
+    stats_of(&out, 0, 0, &st);
+    assert_bytes(st.min, st.minlen, "a", 1);
+    assert_bytes(st.max, st.maxlen, "\xc3\xbc", 2);
+    assert_true(st.has_min_exact && st.min_exact && st.has_max_exact && st.max_exact);
+    assert_false(st.has_dmin || st.has_dmax);
+    assert_true(st.has_nulls);
+    assert_int_equal(st.nulls, 0);
+    stats_of(&out, 0, 1, &st);
+    assert_bytes(st.min, st.minlen, "\"z\"", 3);
+    assert_bytes(st.max, st.maxlen, "{}", 2);
+    assert_int_equal(st.nulls, 1);
+    stats_of(&out, 0, 2, &st);
+    int64_t mn = -7, mx = 9;
+    uint8_t le[8];
+    for (int k = 0; k < 8; k++)
+        le[k] = (uint8_t)((uint64_t)mn >> (8 * k));
+    assert_bytes(st.min, st.minlen, (const char *)le, 8);
+    for (int k = 0; k < 8; k++)
+        le[k] = (uint8_t)((uint64_t)mx >> (8 * k));
+    assert_bytes(st.max, st.maxlen, (const char *)le, 8);
+    assert_true(st.has_dmin && st.has_dmax && st.min_exact && st.max_exact);
+    /* 1: a long least value is cut (a prefix), a long greatest value is cut and incremented */
+    stats_of(&out, 1, 0, &st);
+    assert_bytes(st.min, st.minlen, "c", 1);
+    assert_int_equal(st.maxlen, 64);
+    assert_memory_equal(st.max, y70, 63);
+    assert_int_equal(st.max[63], 'z');
+    assert_true(st.has_max_exact && !st.max_exact && st.min_exact);
+    stats_of(&out, 1, 1, &st);
+    assert_bytes(st.min, st.minlen, "c", 1);
+    assert_int_equal(st.maxlen, 64);
+    assert_memory_equal(st.max, y70, 63);
+    assert_int_equal(st.max[63], 'z');
+    /* 2: all null: no bounds, the null count */
+    stats_of(&out, 2, 1, &st);
+    assert_false(st.has_min || st.has_max);
+    assert_int_equal(st.nulls, 4);
+    /* 3: cuts on character boundaries; increments that step over U+10FFFF and the surrogates */
+    stats_of(&out, 3, 0, &st);
+    assert_bytes(st.min, st.minlen, "a", 1);
+    /* the greatest is uc ("a"*60 U+10FFFF ...): U+10FFFF cannot grow, so "a"*59 "b" */
+    assert_int_equal(st.maxlen, 60);
+    assert_memory_equal(st.max, a63, 59);
+    assert_int_equal(st.max[59], 'b');
+    stats_of(&out, 3, 1, &st);
+    /* least "a"; greatest the 0xff bytes: no byte can grow, so no max_value at all */
+    assert_bytes(st.min, st.minlen, "a", 1);
+    assert_false(st.has_max);
+    assert_false(st.has_max_exact);
+    buf_free(&out);
+    /* the least value cut before a character that crosses the limit, and U+D7FF -> U+E000 */
+    buf_init(&out, 0);
+    w = pq_writer_new("t", cols, 3, PQ_CODEC_NONE, 0, 10, &out);
+    pq_value v1[3] = {{ub, 68, 0, 0}, {ud, 68, 0, 0}, {NULL, 0, 1, 0}};
+    assert_int_equal(pq_write_row(w, v1), 0);
+    assert_int_equal(pq_writer_finish(w), 0);
+    pq_writer_free(w);
+    stats_of(&out, 0, 0, &st);
+    assert_int_equal(st.minlen, 63); /* 'é' would end at byte 65: cut before it */
+    assert_memory_equal(st.min, a63, 63);
+    assert_false(st.min_exact);
+    assert_int_equal(st.maxlen, 63); /* the same prefix, its last 'a' incremented */
+    assert_memory_equal(st.max, a63, 62);
+    assert_int_equal(st.max[62], 'b');
+    stats_of(&out, 0, 1, &st);
+    assert_int_equal(st.maxlen, 64);
+    assert_memory_equal(st.max, a63, 61);
+    assert_memory_equal(st.max + 61, "\xee\x80\x80", 3);
+    buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_reader_bounds),
         cmocka_unit_test(test_file_layout),
         cmocka_unit_test(test_deterministic_and_refusals),
+        cmocka_unit_test(test_statistics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

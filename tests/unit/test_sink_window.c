@@ -160,6 +160,59 @@ static void test_lost_only(void **state)
     assert_int_equal(a, -1);
 }
 
+/* QUEEN_S3_START=earliest (t0 = 0) meeting a retention gap before any record: the window
+ * that records the loss lies at the stamp the loss was seen at, not in the first hour of
+ * 1970 (the bug: [0, 3600000000) was committed). */
+static void test_lost_only_from_the_start(void **state)
+{
+    (void)state;
+    s3_window_rules r = rules(S3_ALIGN_HOUR);
+    int64_t a, b;
+    s3_window_state w = st(0, 0, 0, 0, SIX + 20 * S, SIX + 20 * S);
+    w.lost = 1;
+    w.lost_ts = SIX + 10 * S;
+    assert_int_equal(s3_window_start(&w, S3_ALIGN_HOUR), SIX);
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_NONE); /* young: 20 s of a 300 s window */
+    w.read_to = w.ceiling = SIX + 400 * S;
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_AGE);
+    assert_int_equal(a, SIX);
+    assert_int_equal(b, SIX + 400 * S);
+    assert_true(a <= w.lost_ts && w.lost_ts < b);
+    /* read well past the hour of the loss: closed at that hour's end, which still holds it */
+    w.read_to = w.ceiling = SIX + 3 * H;
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_ALIGN);
+    assert_int_equal(a, SIX);
+    assert_int_equal(b, SIX + H);
+    /* the read limit stops at that boundary too */
+    w.read_to = SIX + 20 * S;
+    assert_int_equal(s3_window_read_limit(&w, S3_ALIGN_HOUR), SIX + H);
+    /* a day alignment floors to the day */
+    w.read_to = w.ceiling = SIX + 400 * S;
+    r = rules(S3_ALIGN_DAY);
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_AGE);
+    assert_int_equal(a, MIDNIGHT);
+    /* records and a loss seen earlier: the window starts at the earlier of the two */
+    r = rules(S3_ALIGN_HOUR);
+    w = st(0, SIX + H + 5 * S, 3, 300, SIX + H + 400 * S, SIX + H + 400 * S);
+    w.lost = 1;
+    w.lost_ts = SIX + 10 * S;
+    assert_int_equal(s3_window_start(&w, S3_ALIGN_HOUR), SIX);
+    /* a loss seen later than the records does not move the start */
+    w.lost_ts = SIX + H + 300 * S;
+    assert_int_equal(s3_window_start(&w, S3_ALIGN_HOUR), SIX + H);
+    /* never before t0: a loss stamp below the committed end is clamped to it */
+    w = st(SIX + 100 * S, 0, 0, 0, SIX + 500 * S, SIX + 500 * S);
+    w.lost = 1;
+    w.lost_ts = SIX + 10 * S;
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_AGE);
+    assert_int_equal(a, SIX + 100 * S);
+    /* lost_ts without a pending loss is ignored */
+    w = st(0, 0, 0, 0, SIX + 500 * S, SIX + 500 * S);
+    w.lost_ts = SIX;
+    assert_int_equal(s3_window_start(&w, S3_ALIGN_HOUR), 0);
+    assert_int_equal(decide(&w, &r, &a, &b), S3_CLOSE_NONE);
+}
+
 static void test_align_rule(void **state)
 {
     (void)state;
@@ -329,7 +382,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_align),       cmocka_unit_test(test_start),      cmocka_unit_test(test_spec_first_window),
-        cmocka_unit_test(test_empty_stretch), cmocka_unit_test(test_lost_only), cmocka_unit_test(test_align_rule),
+        cmocka_unit_test(test_empty_stretch), cmocka_unit_test(test_lost_only), cmocka_unit_test(test_lost_only_from_the_start),
+        cmocka_unit_test(test_align_rule),
         cmocka_unit_test(test_size_rule),   cmocka_unit_test(test_age_rule),   cmocka_unit_test(test_memory_rule),
         cmocka_unit_test(test_drain_rule),  cmocka_unit_test(test_read_limit), cmocka_unit_test(test_weight),
     };

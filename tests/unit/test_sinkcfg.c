@@ -192,6 +192,33 @@ static void test_partitions_refused(void **state)
     s3_sink_config_free(&c);
 }
 
+/* The switch: a sentence like every other boot line, in the broker's context (the sink is
+ * not on yet); unset and blank are off; aliases of a boolean as config.c takes them. */
+static void test_embedded_switch(void **state)
+{
+    (void)state;
+    int on = -1;
+    ENV("QUEEN_S3_EMBEDDED", "maybe");
+    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), -1);
+    assert_string_equal(g_err, "ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=maybe is not one of true, false. It makes "
+                               "this node run the S3 sink");
+    assert_int_equal(on, 0);
+    ENV("QUEEN_S3_EMBEDDED", "TRUE");
+    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(on, 1);
+    ENV("QUEEN_S3_EMBEDDED", "false");
+    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(on, 0);
+    ENV("QUEEN_S3_EMBEDDED", " ");
+    on = -1;
+    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(on, 0);
+    ENV("OTHER", "x");
+    on = -1;
+    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(on, 0);
+}
+
 /* Every integer row: lo and hi pass, lo-1 and hi+1 are refused with the spec's form. */
 static void test_int_ranges(void **state)
 {
@@ -707,6 +734,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_boot_line),
+        cmocka_unit_test(test_embedded_switch),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_no_env_sink),
         cmocka_unit_test(test_required),

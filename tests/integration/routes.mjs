@@ -1,0 +1,69 @@
+// routes.mjs — every route of the broker with a request of the right shape (a template body
+// naming nothing that exists, a harmless value per path parameter), for the tests that send
+// something to all of them (hostile.test.mjs, dberror.test.mjs). hostile.test.mjs checks that
+// this table and the one registered in src/api/api_common.c are the same.
+export const UUID = '0190c2d4-0000-7000-8000-000000000001';
+// Template bodies: valid in shape, naming nothing that exists, so every single mutation below
+// is refused or finds nothing. `payload` and `value` hold arbitrary JSON and are not mutated.
+export const ROUTES = [
+  ['GET', '/health'],
+  ['GET', '/status'],
+  ['GET', '/metrics/prometheus'],
+  ['GET', '/metrics'],
+  ['POST', '/api/v1/push', { items: [{ queue: 'hq', partition: 'p', transactionId: 't1', traceId: UUID, payload: { a: 1 } }] }],
+  ['POST', '/api/v1/configure', { queue: 'hq', namespace: 'n', task: 't', options: { leaseTime: 60, deadLetterQueue: true, retentionSinkHold: 's' } }],
+  ['POST', '/api/v1/fetch', { queue: 'hq', partition: 'p', fromOffset: 0, maxRecords: 10, offsets: { p: 0 } }],
+  ['POST', '/api/v1/partitions/changed', { queue: 'hq', since: 0, after: 'p', limit: 10 }],
+  ['GET', '/api/v1/pop'],
+  ['GET', '/api/v1/pop/queue/:queue'],
+  ['GET', '/api/v1/pop/queue/:queue/partition/:partition'],
+  ['POST', '/api/v1/ack', { transactionId: 't1', partitionId: UUID, leaseId: UUID, status: 'completed', consumerGroup: 'g', error: 'e' }],
+  ['POST', '/api/v1/ack/batch', { consumerGroup: 'g', acknowledgments: [{ transactionId: 't1', partitionId: UUID, leaseId: UUID, status: 'failed', error: 'e' }] }],
+  ['POST', '/api/v1/lease/:leaseId/extend', { seconds: 30 }],
+  ['POST', '/api/v1/transaction', {
+    operations: [
+      { type: 'push', items: [{ queue: 'hq', partition: 'p', transactionId: 't2', payload: { b: 2 } }] },
+      { type: 'ack', transactionId: 't1', partitionId: UUID, status: 'completed', consumerGroup: 'g', leaseId: UUID, error: 'e' }],
+    requiredLeases: [UUID],
+  }],
+  ['POST', '/api/v1/kv/batch', { namespace: 'ns', ops: [{ op: 'put', key: 'k', value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }] }],
+  ['GET', '/api/v1/kv/:namespace'],
+  ['GET', '/api/v1/kv/:namespace/:key'],
+  ['PUT', '/api/v1/kv/:namespace/:key', { value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }],
+  ['DELETE', '/api/v1/kv/:namespace/:key'],
+  ['POST', '/api/v1/kv/:namespace/:key/putIfAbsent', { value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }],
+  ['POST', '/api/v1/kv/:namespace/:key/incr', { by: 1, max: 10, ttlMs: 60000, ifVersion: 999999999 }],
+  ['POST', '/api/v1/timers', { queue: 'hq', partition: 'p', delayMs: 600000, transactionId: 't3', traceId: UUID, payload: { c: 3 } }],
+  ['GET', '/api/v1/timers'],
+  ['GET', '/api/v1/timers/:id'],
+  ['DELETE', '/api/v1/timers/:id'],
+  ['GET', '/api/v1/consumer-groups'],
+  ['GET', '/api/v1/consumer-groups/lagging'],
+  ['GET', '/api/v1/consumer-groups/:group'],
+  ['DELETE', '/api/v1/consumer-groups/:group'],
+  ['POST', '/api/v1/consumer-groups/:group/subscription', { subscriptionTimestamp: '2026-05-06T10:00:00Z' }],
+  ['DELETE', '/api/v1/consumer-groups/:group/queues/:queue'],
+  ['POST', '/api/v1/consumer-groups/:group/queues/:queue/seek', { timestamp: '2026-05-06T10:00:00Z' }],
+  ['POST', '/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek', { offset: 1 }],
+  ['GET', '/api/v1/dlq'],
+  ['POST', '/api/v1/dlq/:id/requeue', { keepTransactionId: true }],
+  ['DELETE', '/api/v1/dlq/:id'],
+  ['GET', '/api/v1/resources/overview'],
+  ['GET', '/api/v1/resources/queues'],
+  ['GET', '/api/v1/resources/queues/:queue'],
+  ['DELETE', '/api/v1/resources/queues/:queue'],
+  ['DELETE', '/api/v1/resources/queues/:queue/partitions/:partition'],
+  ['GET', '/api/v1/resources/namespaces'],
+  ['GET', '/api/v1/resources/tasks'],
+  ['GET', '/api/v1/status/queues'],
+  ['GET', '/api/v1/status/queues/:queue'],
+  ['GET', '/api/v1/messages'],
+  ['GET', '/api/v1/messages/:partitionId/:transactionId'],
+  ['DELETE', '/api/v1/messages/:partitionId/:transactionId'],
+];
+// A harmless value per path parameter (parsable where the route parses it).
+export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1' };
+
+// The path of a route with its parameters filled (bad: name → already-encoded replacement).
+export const fillPath = (pattern, bad = {}) =>
+  pattern.replace(/:([A-Za-z]+)/g, (_, n) => (n in bad ? bad[n] : encodeURIComponent(GOOD_PARAM[n])));
