@@ -30,6 +30,7 @@ GEN_SRC := build/gen/migrations.c
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 MIGRATIONS := $(sort $(wildcard src/db/migrations/*.sql))
+FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
@@ -44,9 +45,9 @@ deps:
 test-deps:
 	@scripts/install-deps.sh test
 
-build/gen/migrations.c: $(MIGRATIONS) scripts/embed-sql.sh
+build/gen/migrations.c: $(MIGRATIONS) $(FUNCTIONS) src/db/retired.sql scripts/embed-sql.sh
 	@mkdir -p $(@D)
-	scripts/embed-sql.sh $(MIGRATIONS) > $@
+	scripts/embed-sql.sh $(MIGRATIONS) -- $(FUNCTIONS) -- src/db/retired.sql > $@.tmp && mv $@.tmp $@
 
 define variant
 build/$(1)/obj/%.o: src/%.c

@@ -23,6 +23,7 @@
 #include "db/migrate.h"
 #include "db/pg.h"
 #include "http/server.h"
+#include "queue/options.h"
 #include "sink/sink.h"
 #include "sink/sinkcfg.h"
 #include "storage/push.h"
@@ -197,7 +198,12 @@ int main(void)
     PGconn *boot = connect_blocking(&cfg, conninfo, cfg.boot_db_wait_ms);
     if (!boot)
         goto fail;
-    if (migrate_apply(boot, err, sizeof err) < 0) {
+    buf defaults;
+    buf_init(&defaults, 0);
+    queue_options_defaults_json(&defaults);
+    int mrc = migrate_apply(boot, buf_cstr(&defaults), err, sizeof err);
+    buf_free(&defaults);
+    if (mrc < 0) {
         log_error("boot", "schema migration failed: %s", err);
         PQfinish(boot);
         goto fail;

@@ -40,15 +40,14 @@ const char ADMIN_GROUP_DETAIL_SQL[] =
 
 /* $1 tenant, $2 group, $3 queue (NULL = every queue), $4 delete subscriptions. */
 const char ADMIN_DELETE_GROUP_SQL[] =
-    "SELECT status, n_cursors, n_subscriptions FROM queen.delete_group_v1($1::uuid, $2::text, $3::text, $4::bool)";
+    "SELECT * FROM queen.delete_group_v1($1::uuid, $2::text, $3::text, $4::bool)";
 
 /* $1 tenant, $2 group, $3 start (µs). */
 const char ADMIN_SUBSCRIPTION_SQL[] = "SELECT queen.set_subscription_v1($1::uuid, $2::text, $3::int8)";
 
 /* $1 tenant, $2 group, $3 queue, $4 partition (NULL = all), $5 mode, $6 ts, $7 offset. */
 const char ADMIN_SEEK_SQL[] =
-    "SELECT status, partition_id, partition_uuid, partition_name, next_offset, previous_offset "
-    "FROM queen.seek_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::int8, $7::int8)";
+    "SELECT * FROM queen.seek_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::int8, $7::int8)";
 
 /* ---- dead letters ------------------------------------------------------------------------ */
 
@@ -80,7 +79,7 @@ const char ADMIN_DLQ_LIST_SQL[] =
 
 /* $1 tenant, $2 dead letter id. */
 const char ADMIN_DLQ_CLAIM_SQL[] =
-    "SELECT status, queue_name, partition_name, txn_id, rec, requeued_us FROM queen.dlq_claim_v1($1::uuid, $2::int8)";
+    "SELECT * FROM queen.dlq_claim_v1($1::uuid, $2::int8)";
 const char ADMIN_DLQ_UNCLAIM_SQL[] = "UPDATE queen.dead_letters SET requeued_at = NULL WHERE id = $1::int8";
 const char ADMIN_DLQ_DELETE_SQL[] =
     "DELETE FROM queen.dead_letters d USING queen.queues q "
@@ -131,7 +130,7 @@ const char ADMIN_QUEUES_SQL[] =
 /* $1 tenant, $2 queue, $3 max partitions. One row per partition (one row with NULL partition
  * columns when the queue has none; no row when the queue does not exist). */
 const char ADMIN_QUEUE_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, q.options::text, "
+    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, queen.queue_options_v1(q.options)::text, "
     "q.configured, v.uuid, v.name, v.created_us, v.total, v.completed, v.processing, v.pending, v.start_offset, "
     "v.next_offset, v.last_ts, "
     "(SELECT s.ts FROM queen.segments s WHERE s.partition_id = v.partition_id AND s.last_offset >= v.start_offset "
@@ -169,9 +168,8 @@ const char ADMIN_NAMESPACES_SQL[] = ADMIN_GROUPED_BY("namespace");
 const char ADMIN_TASKS_SQL[] = ADMIN_GROUPED_BY("task");
 
 /* $1 tenant, $2 queue (, $3 partition) */
-const char ADMIN_DELETE_QUEUE_SQL[] = "SELECT existed, n_partitions, n_records FROM queen.delete_queue_v1($1::uuid, $2::text)";
-const char ADMIN_DELETE_PARTITION_SQL[] =
-    "SELECT status, partition_uuid, n_records FROM queen.delete_partition_v1($1::uuid, $2::text, $3::text)";
+const char ADMIN_DELETE_QUEUE_SQL[] = "SELECT * FROM queen.delete_queue_v1($1::uuid, $2::text)";
+const char ADMIN_DELETE_PARTITION_SQL[] = "SELECT * FROM queen.delete_partition_v1($1::uuid, $2::text, $3::text)";
 const char ADMIN_QUEUE_EXISTS_SQL[] =
     "SELECT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text)";
 
@@ -180,19 +178,18 @@ const char ADMIN_QUEUE_EXISTS_SQL[] =
 /* $1 tenant, $2 queue, $3 partition, $4 namespace, $5 task, $6 status, $7 from µs, $8 to µs,
  * $9 skip, $10 take. See list_messages_v1 for the rows. */
 const char ADMIN_LIST_MESSAGES_SQL[] =
-    "SELECT kind, ord, pid, puuid, pname, qname, ns, task, prio, i1, i2, i3, i4, i5, seg_data "
-    "FROM queen.list_messages_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::int8, $8::int8, "
+    "SELECT * FROM queen.list_messages_v1($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text, $7::int8, $8::int8, "
     "$9::int8, $10::int8)";
 
 /* $1 tenant, $2 partition uuid */
 const char ADMIN_MESSAGE_PARTITION_SQL[] =
-    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, q.options::text "
+    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, queen.queue_options_v1(q.options)::text "
     "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
 
 /* $1 tenant, $2 partition uuid, $3 txn, $4 message id's partition, $5 its offset, $6 scan
  * from (µs), $7 max segments, $8 max bytes */
 const char ADMIN_MESSAGE_FIND_SQL[] =
-    "SELECT target, base_offset, last_offset, ts, record_count, data FROM queen.message_find_v1($1::uuid, $2::uuid, "
+    "SELECT * FROM queen.message_find_v1($1::uuid, $2::uuid, "
     "$3::text, $4::int8, $5::int8, $6::int8, $7::int4, $8::int8)";
 
 /* $1 tenant, $2 partition uuid */
@@ -214,7 +211,7 @@ const char ADMIN_MESSAGE_DEAD_SQL[] =
 
 /* $1 limit */
 const char ADMIN_METRICS_LAG_SQL[] =
-    "SELECT kind, tenant_id, queue_name, consumer_group, val, lag_us FROM queen.metrics_lag_v1($1::int4)";
+    "SELECT * FROM queen.metrics_lag_v1($1::int4)";
 
 /* ---- pure helpers ------------------------------------------------------------------------ */
 

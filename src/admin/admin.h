@@ -1,5 +1,5 @@
-/* admin.h — what the admin routes share: the SQL of migration 004 (consumer-group lag, seeks,
- * deletions, counts, browsing, dead letters, lag metrics), the rule that gives a record its
+/* admin.h — what the admin routes share: the SQL over the admin functions (consumer-group lag, seeks,
+ * deletions, counts, browsing, dead letters, lag metrics: src/db/functions/), the rule that gives a record its
  * status, and decoding a record kept outside a segment (a dead letter's own copy).
  *
  * Every count the admin surface reports comes from dense offsets, so it is exact: a partition
@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admin_results.h"
 #include "core/buf.h"
 #include "storage/record.h"
 

@@ -58,32 +58,32 @@ static void on_acked(db_req *d)
     buf_putc(&b, '[');
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++) {
-        int idx = atoi(PQgetvalue(res, i, 0)) - 1;
+        int idx = atoi(PQgetvalue(res, i, ACK_IDX)) - 1;
         if (i)
             buf_putc(&b, ',');
         buf_printf(&b, "{\"index\":%d,\"transactionId\":", idx);
         jw_cstr(&b, idx >= 0 && (uint32_t)idx < c->n ? c->txn_of[idx] : "");
-        buf_printf(&b, ",\"success\":%s,\"error\":", PQgetvalue(res, i, 1)[0] == 't' ? "true" : "false");
-        if (PQgetisnull(res, i, 2))
+        buf_printf(&b, ",\"success\":%s,\"error\":", PQgetvalue(res, i, ACK_SUCCESS)[0] == 't' ? "true" : "false");
+        if (PQgetisnull(res, i, ACK_ERROR))
             buf_puts(&b, "null");
         else
-            jw_cstr(&b, PQgetvalue(res, i, 2));
+            jw_cstr(&b, PQgetvalue(res, i, ACK_ERROR));
         buf_puts(&b, ",\"queueName\":");
-        if (PQgetisnull(res, i, 3)) {
+        if (PQgetisnull(res, i, ACK_QUEUE)) {
             buf_puts(&b, "null");
         } else {
-            const char *q = PQgetvalue(res, i, 3);
+            const char *q = PQgetvalue(res, i, ACK_QUEUE);
             jw_cstr(&b, q);
             /* records may be available again (a lease released or finished): wake waiters */
             notifier_changed(c->a->notify, r->tenant, q, strlen(q));
         }
         buf_puts(&b, ",\"partitionName\":");
-        if (PQgetisnull(res, i, 4))
+        if (PQgetisnull(res, i, ACK_PARTITION))
             buf_puts(&b, "null");
         else
-            jw_cstr(&b, PQgetvalue(res, i, 4));
-        int ok = PQgetvalue(res, i, 1)[0] == 't', dlq = PQgetvalue(res, i, 6)[0] == 't';
-        int released = PQgetvalue(res, i, 5)[0] == 't';
+            jw_cstr(&b, PQgetvalue(res, i, ACK_PARTITION));
+        int ok = PQgetvalue(res, i, ACK_SUCCESS)[0] == 't', dlq = PQgetvalue(res, i, ACK_DLQ)[0] == 't';
+        int released = PQgetvalue(res, i, ACK_LEASE_RELEASED)[0] == 't';
         const char *st = idx >= 0 && (uint32_t)idx < c->n ? c->status_of[idx] : "";
         consume_metrics *cm = &c->a->cm;
         if (!ok)
@@ -296,13 +296,13 @@ static void on_extended(db_req *d)
     buf b;
     buf_init(&b, 0);
     buf_printf(&b, "[{\"index\":0,\"leaseId\":\"%s\",", c->lease);
-    if (PQgetisnull(res, 0, 0)) {
+    if (PQgetisnull(res, 0, LEASE_EXTEND_EXPIRES_AT)) {
         buf_puts(&b, "\"success\":false,\"error\":");
-        jw_cstr(&b, PQgetvalue(res, 0, 1));
+        jw_cstr(&b, PQgetvalue(res, 0, LEASE_EXTEND_ERROR));
         buf_puts(&b, ",\"expiresAt\":null}]");
     } else {
         char at[32];
-        format_iso_ms(atoll(PQgetvalue(res, 0, 0)), at);
+        format_iso_ms(atoll(PQgetvalue(res, 0, LEASE_EXTEND_EXPIRES_AT)), at);
         buf_printf(&b, "\"success\":true,\"error\":null,\"expiresAt\":\"%s\"}]", at);
     }
     db_req_clear(d);

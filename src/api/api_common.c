@@ -301,7 +301,7 @@ void api_respond_failure(http_req *r, int status, const char *sqlstate, const ch
 /* ---- api_query --------------------------------------------------------------------------- */
 
 /* Deadlocks, serialization failures and lock timeouts (the deletions give way to consumers
- * after a short lock wait, see 004_admin.sql): the statement is tried this many times in all. */
+ * after a short lock wait, see src/db/functions/delete_queue_v1.sql): the statement is tried this many times in all. */
 #define API_QUERY_MAX_ATTEMPTS 8
 
 api_query *api_query_new(http_req *r, api_query_fn done, void *arg)

@@ -215,14 +215,14 @@ static void on_claimed(api_query *q, PGresult *const *res)
     requeue_ctx *c = q->arg;
     http_req *r = q->http;
     PGresult *x = res[0];
-    const char *status = res_text(x, 0, 0, NULL);
+    const char *status = res_text(x, 0, DLQ_CLAIM_STATUS, NULL);
     if (strcmp(status, "not_found") == 0) {
         http_respond_error(r, 404, "dead letter not found: %lld", (long long)c->id);
         return;
     }
     if (strcmp(status, "already_requeued") == 0) {
         char at[32];
-        format_iso_ms(res_i64(x, 0, 5), at);
+        format_iso_ms(res_i64(x, 0, DLQ_CLAIM_REQUEUED_US), at);
         http_respond_error(r, 409, "dead letter %lld was already requeued at %s", (long long)c->id, at);
         return;
     }
@@ -231,7 +231,7 @@ static void on_claimed(api_query *q, PGresult *const *res)
         return;
     }
     record_view v;
-    if (admin_record_decode((const uint8_t *)PQgetvalue(x, 0, 4), (size_t)PQgetlength(x, 0, 4), 0, &c->scratch,
+    if (admin_record_decode((const uint8_t *)PQgetvalue(x, 0, DLQ_CLAIM_RECORD), (size_t)PQgetlength(x, 0, DLQ_CLAIM_RECORD), 0, &c->scratch,
                             &v) < 0) {
         buf_free(&c->scratch);
         /* leave it claimed: a record that cannot be decoded cannot be requeued either */
@@ -241,7 +241,7 @@ static void on_claimed(api_query *q, PGresult *const *res)
     /* everything the push reads lives in the request arena until it is done */
     push_item *it = &c->item;
     size_t ql, pl;
-    const char *qn = res_text(x, 0, 1, &ql), *pn = res_text(x, 0, 2, &pl);
+    const char *qn = res_text(x, 0, DLQ_CLAIM_QUEUE, &ql), *pn = res_text(x, 0, DLQ_CLAIM_PARTITION, &pl);
     it->queue = arena_strndup(&r->ar, qn, ql);
     it->queue_len = (uint32_t)ql;
     it->partition = arena_strndup(&r->ar, pn, pl);

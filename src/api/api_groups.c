@@ -1,7 +1,7 @@
 /* api_groups.c — consumer-group management: listing with real lag, lagging partitions, one
  * group's positions, deletion, subscription start, and seeks (replay) by end, start,
  * timestamp or offset. Shapes follow the earlier release (docs/http-api.md). Lag is computed
- * from dense offsets by queen.group_lag_v1 (migration 004), so it is exact. */
+ * from dense offsets by queen.group_lag_v1, so it is exact. */
 #include <stdio.h>
 #include <string.h>
 
@@ -211,7 +211,7 @@ static void on_group_deleted(api_query *q, PGresult *const *res)
     group_ctx *c = q->arg;
     http_req *r = q->http;
     PGresult *d = res[0];
-    if (strcmp(res_text(d, 0, 0, NULL), "queue_not_found") == 0) {
+    if (strcmp(res_text(d, 0, DELETE_GROUP_STATUS, NULL), "queue_not_found") == 0) {
         http_respond_error(r, 404, "queue not found: %s", c->queue);
         return;
     }
@@ -229,7 +229,8 @@ static void on_group_deleted(api_query *q, PGresult *const *res)
         jw_cstr(&b, c->queue);
     }
     buf_printf(&b, ",\"deletedPartitions\":%lld,\"metadataDeleted\":%s,\"subscriptionsDeleted\":%lld}",
-               (long long)res_i64(d, 0, 1), c->metadata ? "true" : "false", (long long)res_i64(d, 0, 2));
+               (long long)res_i64(d, 0, DELETE_GROUP_CURSORS), c->metadata ? "true" : "false",
+               (long long)res_i64(d, 0, DELETE_GROUP_SUBSCRIPTIONS));
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -276,7 +277,7 @@ static void on_subscription(api_query *q, PGresult *const *res)
     jw_cstr(&b, c->group);
     buf_puts(&b, ",\"newTimestamp\":");
     admin_iso_ms_or_null(&b, c->ts);
-    buf_printf(&b, ",\"rowsUpdated\":%lld}", (long long)res_i64(res[0], 0, 0));
+    buf_printf(&b, ",\"rowsUpdated\":%lld}", (long long)res_i64(res[0], 0, SET_SUBSCRIPTION_N));
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -399,7 +400,7 @@ static void on_seek(api_query *q, PGresult *const *res)
     http_req *r = q->http;
     PGresult *s = res[0];
     int n = PQntuples(s);
-    const char *status = n > 0 ? res_text(s, 0, 0, NULL) : "ok";
+    const char *status = n > 0 ? res_text(s, 0, SEEK_STATUS, NULL) : "ok";
     if (strcmp(status, "queue_not_found") == 0) {
         respond_not_found(r, "Queue not found");
         return;
@@ -420,12 +421,12 @@ static void on_seek(api_query *q, PGresult *const *res)
     if (c->partition) {
         buf_puts(&b, ",\"partitionName\":");
         jw_cstr(&b, c->partition);
-        int64_t next = n > 0 ? res_i64(s, 0, 4) : 0;
+        int64_t next = n > 0 ? res_i64(s, 0, SEEK_NEXT_OFFSET) : 0;
         buf_printf(&b, ",\"updated\":%s,\"cursorMovedTo\":", n > 0 ? "true" : "false");
         /* the id of the last record now behind the cursor (null at the start of the log) */
         if (n > 0 && next > 0) {
             uuid mid;
-            uuid_message_id((uint64_t)res_i64(s, 0, 1), (uint64_t)(next - 1), &mid);
+            uuid_message_id((uint64_t)res_i64(s, 0, SEEK_PARTITION_ID), (uint64_t)(next - 1), &mid);
             char ms[37];
             uuid_format(&mid, ms);
             buf_printf(&b, "\"%s\"", ms);
@@ -433,8 +434,8 @@ static void on_seek(api_query *q, PGresult *const *res)
             buf_puts(&b, "null");
         }
         buf_printf(&b, ",\"nextOffset\":%lld,\"previousOffset\":", (long long)next);
-        if (n > 0 && !res_null(s, 0, 5))
-            buf_printf(&b, "%lld", (long long)res_i64(s, 0, 5));
+        if (n > 0 && !res_null(s, 0, SEEK_PREVIOUS_OFFSET))
+            buf_printf(&b, "%lld", (long long)res_i64(s, 0, SEEK_PREVIOUS_OFFSET));
         else
             buf_puts(&b, "null");
     } else {
@@ -449,17 +450,17 @@ static void on_seek(api_query *q, PGresult *const *res)
         buf_printf(&b, ",\"partitionsUpdated\":%d,\"partitions\":[", n);
         for (int i = 0; i < n && i < SEEK_MAX_LISTED; i++) {
             char pu[37];
-            res_uuid(s, i, 2, pu);
+            res_uuid(s, i, SEEK_PARTITION_UUID, pu);
             if (i)
                 buf_putc(&b, ',');
             buf_puts(&b, "{\"partition\":");
-            res_json_str(&b, s, i, 3);
+            res_json_str(&b, s, i, SEEK_PARTITION_NAME);
             buf_printf(&b, ",\"partitionId\":\"%s\",\"nextOffset\":%lld,\"previousOffset\":", pu,
-                       (long long)res_i64(s, i, 4));
-            if (res_null(s, i, 5))
+                       (long long)res_i64(s, i, SEEK_NEXT_OFFSET));
+            if (res_null(s, i, SEEK_PREVIOUS_OFFSET))
                 buf_puts(&b, "null}");
             else
-                buf_printf(&b, "%lld}", (long long)res_i64(s, i, 5));
+                buf_printf(&b, "%lld}", (long long)res_i64(s, i, SEEK_PREVIOUS_OFFSET));
         }
         buf_putc(&b, ']');
     }

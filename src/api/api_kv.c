@@ -261,10 +261,10 @@ static void on_get(db_req *d)
         return;
     }
     kv_result kr = {
-        .value = PQgetvalue(res, 0, 0),
-        .value_len = (size_t)PQgetlength(res, 0, 0),
-        .version = db_get_i64(res, 0, 1),
-        .expires_at_us = db_get_i64(res, 0, 2),
+        .value = PQgetvalue(res, 0, KV_GET_VALUE),
+        .value_len = (size_t)PQgetlength(res, 0, KV_GET_VALUE),
+        .version = db_get_i64(res, 0, KV_GET_VERSION),
+        .expires_at_us = db_get_i64(res, 0, KV_GET_EXPIRES_AT),
         .flag = 1,
     };
     buf b;
@@ -313,7 +313,7 @@ static void on_list(db_req *d)
     }
     PGresult *res = d->res[0];
     int rows = PQntuples(res);
-    int64_t total = rows ? db_get_i64(res, 0, 4) : 0;
+    int64_t total = rows ? db_get_i64(res, 0, KV_LIST_TOTAL) : 0;
     if (rows > c->limit)
         rows = (int)c->limit;
     int more = total > rows;
@@ -327,22 +327,22 @@ static void on_list(db_req *d)
         if (shown)
             buf_putc(&b, ',');
         buf_puts(&b, "{\"key\":");
-        jw_string(&b, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0));
+        jw_string(&b, PQgetvalue(res, i, KV_LIST_KEY), (size_t)PQgetlength(res, i, KV_LIST_KEY));
         buf_puts(&b, ",\"value\":");
-        buf_append(&b, PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1));
+        buf_append(&b, PQgetvalue(res, i, KV_LIST_VALUE), (size_t)PQgetlength(res, i, KV_LIST_VALUE));
         buf_puts(&b, ",\"version\":");
-        buf_put_i64(&b, db_get_i64(res, i, 2));
+        buf_put_i64(&b, db_get_i64(res, i, KV_LIST_VERSION));
         buf_puts(&b, ",\"expiresAt\":");
-        if (PQgetisnull(res, i, 3))
+        if (PQgetisnull(res, i, KV_LIST_EXPIRES_AT))
             buf_puts(&b, "null");
         else
-            buf_put_i64(&b, db_get_i64(res, i, 3));
+            buf_put_i64(&b, db_get_i64(res, i, KV_LIST_EXPIRES_AT));
         buf_putc(&b, '}');
         shown++;
     }
     buf_printf(&b, "],\"more\":%s,\"after\":", more ? "true" : "false");
     if (shown)
-        jw_string(&b, PQgetvalue(res, shown - 1, 0), (size_t)PQgetlength(res, shown - 1, 0));
+        jw_string(&b, PQgetvalue(res, shown - 1, KV_LIST_KEY), (size_t)PQgetlength(res, shown - 1, KV_LIST_KEY));
     else
         buf_puts(&b, "null");
     buf_putc(&b, '}');

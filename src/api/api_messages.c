@@ -90,13 +90,13 @@ static void record_list_json(buf *b, page *pg, const list_part *p, const record_
     uuid_message_id((uint64_t)p->id, v->offset, &mid);
     char ms[37], pu[37], txn[512];
     uuid_format(&mid, ms);
-    res_uuid(x, row, 3, pu);
+    res_uuid(x, row, LM_PUUID, pu);
     size_t tl = record_txn_text(v, txn, sizeof txn);
     buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
     jw_string(b, txn, tl);
     buf_printf(b, ",\"partitionId\":\"%s\",\"queuePath\":", pu);
     size_t ql, pl;
-    const char *qn = res_text(x, row, 5, &ql), *pn = res_text(x, row, 4, &pl);
+    const char *qn = res_text(x, row, LM_QNAME, &ql), *pn = res_text(x, row, LM_PNAME, &pl);
     buf qp;
     buf_init(&qp, 0);
     buf_append(&qp, qn, ql);
@@ -109,9 +109,9 @@ static void record_list_json(buf *b, page *pg, const list_part *p, const record_
     buf_puts(b, ",\"partition\":");
     jw_string(b, pn, pl);
     buf_puts(b, ",\"namespace\":");
-    res_json_str(b, x, row, 6);
+    res_json_str(b, x, row, LM_NS);
     buf_puts(b, ",\"task\":");
-    res_json_str(b, x, row, 7);
+    res_json_str(b, x, row, LM_TASK);
     int consumed = 0;
     for (int k = 0; k < p->bus_n; k++)
         consumed += (int64_t)v->offset < pg->bus[p->bus_from + k].off;
@@ -130,7 +130,7 @@ static void record_list_json(buf *b, page *pg, const list_part *p, const record_
         jw_string(b, v->producer, v->producer_len);
     else
         buf_puts(b, "null");
-    buf_printf(b, ",\"queuePriority\":%lld,\"createdAt\":", (long long)res_i64(x, row, 8));
+    buf_printf(b, ",\"queuePriority\":%lld,\"createdAt\":", (long long)res_i64(x, row, LM_PRIO));
     admin_iso_us_or_null(b, ts);
     buf_puts(b, ",\"leaseExpiresAt\":");
     admin_iso_ms_or_null(b, st == REC_PROCESSING ? p->lease_exp : 0);
@@ -154,20 +154,20 @@ static void on_messages(api_query *q, PGresult *const *res)
     pg.bus = xcalloc((size_t)n + 1, sizeof *pg.bus);
     int first_seg = n;
     for (int i = 0; i < n; i++) {
-        int kind = (int)res_i64(x, i, 0);
-        if (kind == 0) {
+        int kind = (int)res_i64(x, i, LM_KIND);
+        if (kind == LM_ROW_PARTITION) {
             list_part *p = &pg.parts[pg.nparts++];
-            p->id = res_i64(x, i, 2);
+            p->id = res_i64(x, i, LM_PID);
             p->row = i;
-            p->start = res_i64(x, i, 9);
-            p->done = res_i64(x, i, 10);
-            p->live_end = res_i64(x, i, 11);
-            p->lease_exp = res_i64(x, i, 12);
-            p->has_qm = res_i64(x, i, 13) != 0;
-        } else if (kind == 2) {
-            pg.dead[pg.ndead++] = (pid_off){res_i64(x, i, 2), res_i64(x, i, 9)};
-        } else if (kind == 3) {
-            pg.bus[pg.nbus++] = (pid_off){res_i64(x, i, 2), res_i64(x, i, 9)};
+            p->start = res_i64(x, i, LM_PART_START);
+            p->done = res_i64(x, i, LM_PART_DONE);
+            p->live_end = res_i64(x, i, LM_PART_LIVE_END);
+            p->lease_exp = res_i64(x, i, LM_PART_LEASE_EXP);
+            p->has_qm = res_i64(x, i, LM_PART_HAS_QM) != 0;
+        } else if (kind == LM_ROW_DEAD) {
+            pg.dead[pg.ndead++] = (pid_off){res_i64(x, i, LM_PID), res_i64(x, i, LM_DEAD_OFFSET)};
+        } else if (kind == LM_ROW_CURSOR) {
+            pg.bus[pg.nbus++] = (pid_off){res_i64(x, i, LM_PID), res_i64(x, i, LM_CURSOR_NEXT)};
         } else if (first_seg == n) {
             first_seg = i;
         }
@@ -193,20 +193,20 @@ static void on_messages(api_query *q, PGresult *const *res)
     int emitted = 0, more = 0, corrupt = 0;
     int64_t end = c->offset + c->limit;
     for (int i = first_seg; i < n && !more && !corrupt; i++) {
-        list_part *p = find_part(&pg, res_i64(x, i, 2));
+        list_part *p = find_part(&pg, res_i64(x, i, LM_PID));
         if (!p) {
             corrupt = 1;
             break;
         }
-        int64_t base = res_i64(x, i, 9), ts = res_i64(x, i, 11), before = res_i64(x, i, 12);
-        uint32_t count = (uint32_t)res_i64(x, i, 13);
+        int64_t base = res_i64(x, i, LM_SEG_BASE), ts = res_i64(x, i, LM_SEG_TS), before = res_i64(x, i, LM_SEG_BEFORE);
+        uint32_t count = (uint32_t)res_i64(x, i, LM_SEG_COUNT);
         if (count > pg.views_cap) {
             pg.views_cap = count;
             pg.views = xrealloc(pg.views, count * sizeof *pg.views);
         }
         seg_reader sr;
         uint32_t nv = 0;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(x, i, 14), (size_t)PQgetlength(x, i, 14), (uint64_t)base,
+        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(x, i, LM_SEG_DATA), (size_t)PQgetlength(x, i, LM_SEG_DATA), (uint64_t)base,
                             count) < 0) {
             corrupt = 1;
             break;
@@ -329,10 +329,10 @@ typedef struct get_ctx {
 static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64_t *ts)
 {
     for (int i = 0; i < PQntuples(f); i++) {
-        int64_t target = res_null(f, i, 0) ? -1 : res_i64(f, i, 0);
+        int64_t target = res_null(f, i, FIND_TARGET) ? -1 : res_i64(f, i, FIND_TARGET);
         seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(f, i, 5), (size_t)PQgetlength(f, i, 5),
-                            (uint64_t)res_i64(f, i, 1), (uint32_t)res_i64(f, i, 4)) < 0)
+        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(f, i, FIND_DATA), (size_t)PQgetlength(f, i, FIND_DATA),
+                            (uint64_t)res_i64(f, i, FIND_BASE), (uint32_t)res_i64(f, i, FIND_COUNT)) < 0)
             return -1;
         int rc;
         while ((rc = seg_reader_next(&sr, v)) == 1) {
@@ -347,7 +347,7 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
                 if (tl != c->txn_len || memcmp(t, c->txn, tl) != 0)
                     continue;
             }
-            *ts = res_i64(f, i, 3);
+            *ts = res_i64(f, i, FIND_TS);
             return 1;
         }
         if (rc < 0)
@@ -356,11 +356,13 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
     return 0;
 }
 
-static void option_or(buf *b, const json_doc *d, int ok, const char *key, const char *def)
+/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
+ * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
+static void option_or(buf *b, const json_doc *d, int ok, const char *key)
 {
     int t = ok ? json_get(d, 0, key) : -1;
     if (t < 0) {
-        buf_puts(b, def);
+        buf_puts(b, "null");
         return;
     }
     size_t n;
@@ -498,22 +500,22 @@ static void on_message(api_query *q, PGresult *const *res)
     buf_printf(&b, ",\"retryCount\":%lld,\"leaseExpiresAt\":",
                (long long)(dl_row >= 0 ? res_i64(dl, dl_row, 4) : st == REC_PROCESSING ? retry : 0));
     admin_iso_ms_or_null(&b, st == REC_PROCESSING ? lease_exp : 0);
-    /* the stored options are the validated full set (configure is a full overwrite) */
+    /* the effective options: stored over the defaults (queen.queue_options_v1) */
     size_t optlen;
     const char *opts = res_text(pi, 0, 8, &optlen);
     json_doc od;
     memset(&od, 0, sizeof od);
     int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
     buf_puts(&b, ",\"queueConfig\":{\"leaseTime\":");
-    option_or(&b, &od, ok, "leaseTime", "300");
+    option_or(&b, &od, ok, "leaseTime");
     buf_puts(&b, ",\"retryLimit\":");
-    option_or(&b, &od, ok, "retryLimit", "3");
+    option_or(&b, &od, ok, "retryLimit");
     buf_puts(&b, ",\"retryDelay\":");
-    option_or(&b, &od, ok, "retryDelay", "1000");
+    option_or(&b, &od, ok, "retryDelay");
     buf_puts(&b, ",\"ttl\":");
-    option_or(&b, &od, ok, "ttl", "3600");
+    option_or(&b, &od, ok, "ttl");
     buf_puts(&b, ",\"priority\":");
-    option_or(&b, &od, ok, "priority", "0");
+    option_or(&b, &od, ok, "priority");
     json_doc_free(&od);
     const char *type = has_qm && nbus ? "hybrid" : has_qm ? "queue" : nbus ? "bus" : "none";
     buf_printf(&b, "},\"mode\":{\"hasQueueMode\":%s,\"busGroupsCount\":%d,\"consumedByGroups\":%d,\"type\":\"%s\"},"
@@ -633,7 +635,7 @@ static void respond_deleted(http_req *r, int ok)
 
 static void on_deleted(api_query *q, PGresult *const *res)
 {
-    respond_deleted(q->http, PQntuples(res[0]) == 1 && res_bool(res[0], 0, 0));
+    respond_deleted(q->http, PQntuples(res[0]) == 1 && res_bool(res[0], 0, MESSAGE_DELETE_DONE));
 }
 
 static void on_delete_found(api_query *q, PGresult *const *res)

@@ -3,7 +3,7 @@
  * /api/v1/status/queues views, queue and partition deletion, and the per-queue lag gauges of
  * /metrics/prometheus.
  *
- * Counts come from offsets (migration 004's partition_counts_v1), so they are exact and need
+ * Counts come from offsets (the view queen.partition_counts_v1), so they are exact and need
  * no stats job: total = next_offset - start_offset; completed = records below the queue-mode
  * cursor (acked or dead-lettered); processing = records from there to the end of a live
  * queue-mode lease; pending = the rest. */
@@ -163,12 +163,13 @@ static int group_rows_from(const PGresult *g, int64_t pid)
     return lo;
 }
 
-/* An option of the queue's stored options (raw JSON), or `def`. */
-static void option_json(buf *b, const json_doc *d, int ok, const char *key, const char *def)
+/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
+ * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
+static void option_json(buf *b, const json_doc *d, int ok, const char *key)
 {
     int t = ok ? json_get(d, 0, key) : -1;
     if (t < 0) {
-        buf_puts(b, def);
+        buf_puts(b, "null");
         return;
     }
     size_t n;
@@ -202,21 +203,21 @@ static void on_queue(api_query *q, PGresult *const *res)
         buf_puts(&b, ",\"task\":");
         res_json_str(&b, x, 0, QC_TASK);
         buf_puts(&b, ",\"priority\":");
-        option_json(&b, &od, ok, "priority", "0");
+        option_json(&b, &od, ok, "priority");
         buf_puts(&b, ",\"createdAt\":");
         admin_iso_ms_or_null(&b, res_i64(x, 0, QC_CREATED));
         buf_puts(&b, ",\"config\":{\"leaseTime\":");
-        option_json(&b, &od, ok, "leaseTime", "300");
+        option_json(&b, &od, ok, "leaseTime");
         buf_puts(&b, ",\"retryLimit\":");
-        option_json(&b, &od, ok, "retryLimit", "3");
+        option_json(&b, &od, ok, "retryLimit");
         buf_puts(&b, ",\"retryDelay\":");
-        option_json(&b, &od, ok, "retryDelay", "1000");
+        option_json(&b, &od, ok, "retryDelay");
         buf_puts(&b, ",\"ttl\":");
-        option_json(&b, &od, ok, "ttl", "3600");
+        option_json(&b, &od, ok, "ttl");
         buf_puts(&b, ",\"maxQueueSize\":");
-        option_json(&b, &od, ok, "maxSize", "0");
+        option_json(&b, &od, ok, "maxSize");
         buf_puts(&b, ",\"deadLetterQueue\":");
-        option_json(&b, &od, ok, "deadLetterQueue", "false");
+        option_json(&b, &od, ok, "deadLetterQueue");
         buf_puts(&b, "}},\"partitions\":[");
     } else {
         buf_printf(&b, "{\"id\":\"%s\",\"name\":", qid);
@@ -413,7 +414,7 @@ static void on_queue_deleted(api_query *q, PGresult *const *res)
     http_req *r = q->http;
     const char *name = r->params[0];
     PGresult *x = res[0];
-    int existed = res_bool(x, 0, 0);
+    int existed = res_bool(x, 0, DELETE_QUEUE_EXISTED);
     if (existed) {
         /* pops parked on the queue find it gone */
         app *a = r->app;
@@ -424,7 +425,7 @@ static void on_queue_deleted(api_query *q, PGresult *const *res)
     buf_puts(&b, "{\"deleted\":true,\"queue\":");
     jw_cstr(&b, name);
     buf_printf(&b, ",\"existed\":%s,\"partitions\":%lld,\"records\":%lld}", existed ? "true" : "false",
-               (long long)res_i64(x, 0, 1), (long long)res_i64(x, 0, 2));
+               (long long)res_i64(x, 0, DELETE_QUEUE_PARTITIONS), (long long)res_i64(x, 0, DELETE_QUEUE_RECORDS));
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -443,7 +444,7 @@ static void on_partition_deleted(api_query *q, PGresult *const *res)
     http_req *r = q->http;
     const char *queue = r->params[0], *part = r->params[1];
     PGresult *x = res[0];
-    const char *status = res_text(x, 0, 0, NULL);
+    const char *status = res_text(x, 0, DELETE_PARTITION_STATUS, NULL);
     if (strcmp(status, "queue_not_found") == 0) {
         http_respond_error(r, 404, "queue not found: %s", queue);
         return;
@@ -455,14 +456,14 @@ static void on_partition_deleted(api_query *q, PGresult *const *res)
     app *a = r->app;
     notifier_changed(a->notify, r->tenant, queue, strlen(queue));
     char pu[37];
-    res_uuid(x, 0, 1, pu);
+    res_uuid(x, 0, DELETE_PARTITION_UUID, pu);
     buf b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"deleted\":true,\"queue\":");
     jw_cstr(&b, queue);
     buf_puts(&b, ",\"partition\":");
     jw_cstr(&b, part);
-    buf_printf(&b, ",\"partitionId\":\"%s\",\"records\":%lld}", pu, (long long)res_i64(x, 0, 2));
+    buf_printf(&b, ",\"partitionId\":\"%s\",\"records\":%lld}", pu, (long long)res_i64(x, 0, DELETE_PARTITION_RECORDS));
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -491,19 +492,20 @@ typedef struct lag_metrics_ctx {
 static void lag_labels(buf *l, const PGresult *x, int i, int with_group)
 {
     size_t n;
-    const char *s = res_text(x, i, 2, &n);
+    const char *s = res_text(x, i, METRICS_LAG_QUEUE, &n);
     buf_puts(l, "queue=\"");
     metric_label_escape(l, s, n);
     buf_putc(l, '"');
     if (with_group) {
-        s = res_text(x, i, 3, &n);
+        s = res_text(x, i, METRICS_LAG_GROUP, &n);
         buf_puts(l, ",group=\"");
         metric_label_escape(l, s, n);
         buf_putc(l, '"');
     }
-    if (PQgetlength(x, i, 1) == 16 && memcmp(PQgetvalue(x, i, 1), default_tenant, 16) != 0) {
+    if (PQgetlength(x, i, METRICS_LAG_TENANT) == 16 &&
+        memcmp(PQgetvalue(x, i, METRICS_LAG_TENANT), default_tenant, 16) != 0) {
         char t[37];
-        res_uuid(x, i, 1, t);
+        res_uuid(x, i, METRICS_LAG_TENANT, t);
         buf_printf(l, ",tenant=\"%s\"", t);
     }
 }
@@ -527,15 +529,15 @@ static void on_lag_metrics(db_req *d)
                 "Dead letters of a queue not requeued"};
             metric_help(b, names[fam], "gauge", helps[fam]);
             for (int i = 0; i < n; i++) {
-                int kind = (int)res_i64(x, i, 0);
-                if ((fam < 2) != (kind == 0))
+                int kind = (int)res_i64(x, i, METRICS_LAG_KIND);
+                if ((fam < 2) != (kind == METRICS_LAG_ROW_GROUP))
                     continue;
                 buf_reset(&l);
                 lag_labels(&l, x, i, fam < 2);
                 if (fam == 1)
-                    metric_f64(b, names[fam], buf_cstr(&l), (double)res_i64(x, i, 5) / 1e6);
+                    metric_f64(b, names[fam], buf_cstr(&l), (double)res_i64(x, i, METRICS_LAG_US) / 1e6);
                 else
-                    metric_u64(b, names[fam], buf_cstr(&l), (uint64_t)res_i64(x, i, 4));
+                    metric_u64(b, names[fam], buf_cstr(&l), (uint64_t)res_i64(x, i, METRICS_LAG_VAL));
             }
         }
         buf_free(&l);

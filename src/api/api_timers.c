@@ -247,7 +247,7 @@ static void on_listed(db_req *d)
         return;
     }
     int rows = PQntuples(res);
-    int64_t total = rows ? db_get_i64(res, 0, 8) : 0;
+    int64_t total = rows ? db_get_i64(res, 0, TIMER_ROW_TOTAL) : 0;
     if (rows > c->limit)
         rows = (int)c->limit;
     int more = total > rows;
@@ -269,7 +269,7 @@ static void on_listed(db_req *d)
     buf_printf(&b, "],\"more\":%s,\"after\":", more ? "true" : "false");
     if (shown) {
         char id[37];
-        format_uuid_text((const uint8_t *)PQgetvalue(res, shown - 1, 0), id);
+        format_uuid_text((const uint8_t *)PQgetvalue(res, shown - 1, TIMER_ROW_ID), id);
         jw_cstr(&b, id);
     } else {
         buf_puts(&b, "null");

@@ -10,6 +10,7 @@
 #include "core/util.h"
 #include "crypto/seal.h"
 #include "db/pgarray.h"
+#include "txn_results.h"
 
 #define TXN_PARAMS 18
 
@@ -133,10 +134,10 @@ static void on_done(db_req *d)
     push_enc_settle(&c->pr);
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++) {
-        if (db_get_i32(res, i, 0) != 3)
+        if (db_get_i32(res, i, TXN_KIND) != TXN_ROW_ACK)
             continue;
-        int idx = db_get_i32(res, i, 1);
-        int dlq = !PQgetisnull(res, i, 7) && PQgetvalue(res, i, 7)[0];
+        int idx = db_get_i32(res, i, TXN_IDX);
+        int dlq = !PQgetisnull(res, i, TXN_DLQ) && PQgetvalue(res, i, TXN_DLQ)[0];
         for (uint32_t k = 0; k < c->nops; k++)
             if (!c->ops[k].is_push && c->ops[k].ack_index == idx)
                 c->ops[k].dlq = dlq;
@@ -389,7 +390,7 @@ void api_transaction(http_req *r)
     c->lengths[17] = (int)c->required.b.len;
     c->formats[17] = 1;
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){"SELECT kind, idx, pid, puuid, qid, off, ts, dlq FROM queen.transaction_v1("
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.transaction_v1("
                                "$1::uuid, $2::uuid[], $3::text[], $4::text[], $5::int4[], $6::int4[], "
                                "$7::bytea[], $8::int4[], $9::int4[], $10::text[], $11::int8, $12::text[], "
                                "$13::uuid[], $14::text[], $15::text[], $16::uuid[], $17::text[], $18::uuid[])",

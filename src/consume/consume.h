@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "consume_results.h"
 #include "core/buf.h"
 #include "core/uuid.h"
 #include "storage/logread.h"
@@ -93,7 +94,7 @@ void lease_store_add_deleted(lease_store *ls); /* a deleted record: a NULL trans
 void lease_store_finish(lease_store *ls, const char *group);
 void lease_store_free(lease_store *ls);
 
-/* ack */
+/* ack: rows as enum ack_col; lease extension: enum lease_extend_col (consume_results.h) */
 extern const char ACK_SQL[];
 extern const char LEASE_EXTEND_SQL[];
 

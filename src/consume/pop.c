@@ -7,7 +7,7 @@
 #include "db/pg.h"
 
 const char POP_SQL[] =
-    "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data FROM queen.pop_v1("
+    "SELECT * FROM queen.pop_v1("
     "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4, "
     "$12::bool, $13::int8[])";
 
@@ -29,7 +29,7 @@ static void p_i64(sql_params *p, int64_t v)
 }
 
 const char POP_NS_SQL[] =
-    "SELECT kind, pid, puuid, pname, a, b, c, seg_ts, seg_count, seg_data, qname FROM queen.pop_ns_v1("
+    "SELECT * FROM queen.pop_ns_v1("
     "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4)";
 
 void pop_params(const pop_args *a, sql_params *p)
@@ -94,50 +94,51 @@ int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_parti
     memset(&cur, 0, sizeof cur);
     int claims = 0, have = 0;
     for (int i = 0; i < rows; i++) {
-        int32_t kind = db_get_i32(res, i, 0);
-        if (kind != 1 && have) {
+        int32_t kind = db_get_i32(res, i, POP_KIND);
+        if (kind != POP_ROW_SEGMENT && have) {
             if (on_partition)
                 on_partition(arg, &cur);
             have = 0;
         }
-        if (kind == 2) {
-            snprintf(out->why, sizeof out->why, "%s", PQgetvalue(res, i, 3));
-            out->retry_at = i64_at(res, i, 6);
+        if (kind == POP_ROW_EMPTY) {
+            snprintf(out->why, sizeof out->why, "%s", PQgetvalue(res, i, POP_PNAME));
+            out->retry_at = i64_at(res, i, POP_C);
             continue;
         }
-        if (kind == 4) {
+        if (kind == POP_ROW_HINT) {
             popped_partition hint;
             memset(&hint, 0, sizeof hint);
             hint.index = -1;
-            hint.id = (uint64_t)i64_at(res, i, 1);
+            hint.id = (uint64_t)i64_at(res, i, POP_PID);
             if (on_partition)
                 on_partition(arg, &hint);
             continue;
         }
-        if (kind == 0) {
+        if (kind == POP_ROW_CLAIM) {
             memset(&cur, 0, sizeof cur);
             cur.index = claims++;
-            cur.id = (uint64_t)i64_at(res, i, 1);
-            cur.uuid = (const uint8_t *)PQgetvalue(res, i, 2);
-            cur.name = PQgetvalue(res, i, 3);
-            cur.name_len = (size_t)PQgetlength(res, i, 3);
-            cur.start = i64_at(res, i, 4);
-            cur.end = i64_at(res, i, 5);
-            cur.lease_expires = i64_at(res, i, 6);
-            cur.more = !PQgetisnull(res, i, 8) && db_get_i32(res, i, 8) == 1;
-            if (PQnfields(res) > 10 && !PQgetisnull(res, i, 10)) {
-                cur.queue = PQgetvalue(res, i, 10);
-                cur.queue_len = (size_t)PQgetlength(res, i, 10);
+            cur.id = (uint64_t)i64_at(res, i, POP_PID);
+            cur.uuid = (const uint8_t *)PQgetvalue(res, i, POP_PUUID);
+            cur.name = PQgetvalue(res, i, POP_PNAME);
+            cur.name_len = (size_t)PQgetlength(res, i, POP_PNAME);
+            cur.start = i64_at(res, i, POP_A);
+            cur.end = i64_at(res, i, POP_B);
+            cur.lease_expires = i64_at(res, i, POP_C);
+            cur.more = !PQgetisnull(res, i, POP_SEG_COUNT) && db_get_i32(res, i, POP_SEG_COUNT) == 1;
+            /* pop_ns_v1's rows carry the queue of each claim */
+            if (PQnfields(res) > POP_QNAME && !PQgetisnull(res, i, POP_QNAME)) {
+                cur.queue = PQgetvalue(res, i, POP_QNAME);
+                cur.queue_len = (size_t)PQgetlength(res, i, POP_QNAME);
             }
             out->claimed++;
             have = 1;
             continue;
         }
-        int64_t base = i64_at(res, i, 4);
-        int64_t ts = i64_at(res, i, 7);
-        uint32_t count = (uint32_t)db_get_i32(res, i, 8);
+        int64_t base = i64_at(res, i, POP_A);
+        int64_t ts = i64_at(res, i, POP_SEG_TS);
+        uint32_t count = (uint32_t)db_get_i32(res, i, POP_SEG_COUNT);
         seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, 9), (size_t)PQgetlength(res, i, 9),
+        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, POP_SEG_DATA), (size_t)PQgetlength(res, i, POP_SEG_DATA),
                             (uint64_t)base, count) < 0)
             return -1;
         record_view v;
@@ -211,7 +212,7 @@ void lease_store_free(lease_store *ls)
 }
 
 const char ACK_SQL[] =
-    "SELECT idx, success, error, queue_name, partition_name, lease_released, dlq FROM queen.ack_v1("
+    "SELECT * FROM queen.ack_v1("
     "$1::uuid, $2::text, $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[]) ORDER BY idx";
 
-const char LEASE_EXTEND_SQL[] = "SELECT expires_at, error FROM queen.lease_extend_v2($1::uuid, $2::uuid, $3::int4)";
+const char LEASE_EXTEND_SQL[] = "SELECT * FROM queen.lease_extend_v2($1::uuid, $2::uuid, $3::int4)";

@@ -1,7 +1,7 @@
 /* kv.h — the per-tenant KV store: namespace + key → a JSON value (the text as sent), a version
  * every write advances, an optional expiry. Operations: get, put, putIfAbsent, delete, incr
  * (with an optional max), each optionally requiring a version or absence, and atomic batches
- * of them. The table and the batch function are in src/db/migrations/010_kv.sql; the design
+ * of them. The table is in src/db/migrations/010_kv.sql, the batch in src/db/functions/kv_batch_v1.sql; the design
  * (versions from one sequence, the lock order, what a failed batch reports) in docs/kv.md.
  *
  * Three kinds of callers share what is here:
@@ -25,6 +25,7 @@
 #include "core/buf.h"
 #include "db/pgarray.h"
 #include "json/json.h"
+#include "kv_results.h"
 #include "metrics/metrics.h"
 
 struct pg_conn;     /* PGconn */
@@ -163,8 +164,7 @@ typedef struct kv_params {
 } kv_params;
 void kv_params_free(kv_params *p);
 
-/* SELECT o_index, o_status, o_version, o_value, o_expires_at, o_flag FROM queen.kv_batch_v1(...)
- * with binary results. */
+/* SELECT * FROM queen.kv_batch_v1(...) with binary results: rows as enum kv_batch_col. */
 extern const char KV_BATCH_SQL[];
 void kv_batch_params(const uint8_t tenant[16], const kv_op *ops, int n, kv_params *p);
 /* Takes ownership of res (also on failure). Returns 0, or -1 when the result is not the shape
@@ -173,6 +173,7 @@ int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, si
 
 /* Reading one key without locking it (GET): value, version, expires_at; no row = absent. */
 extern const char KV_GET_SQL[];
+enum kv_get_col { KV_GET_VALUE, KV_GET_VERSION, KV_GET_EXPIRES_AT };
 void kv_get_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *key, size_t key_len,
                    kv_params *p);
 
@@ -181,6 +182,7 @@ void kv_get_params(const uint8_t tenant[16], const char *ns, size_t ns_len, cons
  * (same in every row) is how many rows the limit + 1 took: more keys follow when total exceeds
  * the rows the caller shows. */
 extern const char KV_LIST_SQL[];
+enum kv_list_col { KV_LIST_KEY, KV_LIST_VALUE, KV_LIST_VERSION, KV_LIST_EXPIRES_AT, KV_LIST_TOTAL };
 void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *prefix, size_t prefix_len,
                     const char *after, size_t after_len, int64_t limit, kv_params *p);
 

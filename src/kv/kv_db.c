@@ -37,16 +37,16 @@ static int32_t bin_i32(const PGresult *r, int row, int col)
 
 static void row_result(const PGresult *r, int row, kv_result *out)
 {
-    out->version = bin_i64(r, row, 2);
-    if (PQgetisnull(r, row, 3)) {
+    out->version = bin_i64(r, row, KV_O_VERSION);
+    if (PQgetisnull(r, row, KV_O_VALUE)) {
         out->value = NULL;
         out->value_len = 0;
     } else {
-        out->value = PQgetvalue(r, row, 3);
-        out->value_len = (size_t)PQgetlength(r, row, 3);
+        out->value = PQgetvalue(r, row, KV_O_VALUE);
+        out->value_len = (size_t)PQgetlength(r, row, KV_O_VALUE);
     }
-    out->expires_at_us = bin_i64(r, row, 4);
-    out->flag = !PQgetisnull(r, row, 5) && PQgetvalue(r, row, 5)[0] != 0;
+    out->expires_at_us = bin_i64(r, row, KV_O_EXPIRES_AT);
+    out->flag = !PQgetisnull(r, row, KV_O_FLAG) && PQgetvalue(r, row, KV_O_FLAG)[0] != 0;
 }
 
 int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, size_t errlen)
@@ -54,14 +54,14 @@ int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, si
     memset(out, 0, sizeof *out);
     out->failed_op = -1;
     out->res = res;
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != 6 || PQbinaryTuples(res) != 1) {
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != KV_BATCH_NCOLS || PQbinaryTuples(res) != 1) {
         snprintf(err, errlen, "kv_batch_v1 returned an unexpected result");
         return -1;
     }
     int rows = PQntuples(res);
-    if (rows == 1 && bin_i32(res, 0, 1) > 0) {
-        int32_t idx = bin_i32(res, 0, 0);
-        int32_t st = bin_i32(res, 0, 1);
+    if (rows == 1 && bin_i32(res, 0, KV_O_STATUS) > 0) {
+        int32_t idx = bin_i32(res, 0, KV_O_INDEX);
+        int32_t st = bin_i32(res, 0, KV_O_STATUS);
         if (idx < 0 || idx >= n || st >= KV_FAIL_COUNT) {
             snprintf(err, errlen, "kv_batch_v1 reported failure %d at op %d of %d", st, idx, n);
             return -1;
@@ -78,8 +78,8 @@ int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, si
     out->results = xcalloc((size_t)(n ? n : 1), sizeof *out->results);
     out->n = n;
     for (int i = 0; i < rows; i++) {
-        int32_t idx = bin_i32(res, i, 0);
-        if (idx < 0 || idx >= n || bin_i32(res, i, 1) != 0) {
+        int32_t idx = bin_i32(res, i, KV_O_INDEX);
+        if (idx < 0 || idx >= n || bin_i32(res, i, KV_O_STATUS) != 0) {
             snprintf(err, errlen, "kv_batch_v1 returned a malformed row %d", i);
             return -1;
         }

@@ -552,7 +552,7 @@ static void p_array(kv_params *p, pgarray *a)
 }
 
 const char KV_BATCH_SQL[] =
-    "SELECT o_index, o_status, o_version, o_value, o_expires_at, o_flag FROM queen.kv_batch_v1("
+    "SELECT * FROM queen.kv_batch_v1("
     "$1::uuid, $2::int4[], $3::text[], $4::text[], $5::text[], $6::int4[], $7::int8[], $8::int8[], $9::int8[], "
     "$10::int8[])";
 
@@ -587,6 +587,7 @@ void kv_batch_params(const uint8_t tenant[16], const kv_op *ops, int n, kv_param
         p_array(p, &p->arr[a]);
 }
 
+/* columns: enum kv_get_col (kv.h) */
 const char KV_GET_SQL[] =
     "SELECT x.value, x.version, x.expires_at FROM queen.kv x "
     "WHERE x.tenant_id = $1::uuid AND x.namespace = $2::text AND x.key = $3::text "
@@ -606,6 +607,7 @@ void kv_get_params(const uint8_t tenant[16], const char *ns, size_t ns_len, cons
  * innermost query takes limit + 1 rows; the outer ones drop the rows past $6 bytes of values
  * (always keeping the first), so the database never sends a gigabyte of documents, and report
  * how many rows the limit took (total > rows returned: there is more). */
+/* columns: enum kv_list_col (kv.h) */
 const char KV_LIST_SQL[] =
     "SELECT y.key, y.value, y.version, y.expires_at, y.total FROM ("
     " SELECT x.*, sum(octet_length(x.value)) OVER (ORDER BY x.key) AS cum, count(*) OVER () AS total FROM ("

@@ -44,7 +44,7 @@ static void on_reaped(db_req *d)
     k->busy = 0;
     int n = 0;
     if (d->err == DB_OK && d->res[0] && PQntuples(d->res[0]) == 1)
-        n = atoi(PQgetvalue(d->res[0], 0, 0));
+        n = atoi(PQgetvalue(d->res[0], 0, KV_GC_N));
     else if (d->err == DB_SQL)
         log_warn("kv", "reclaiming expired keys failed: %s", d->errmsg);
     db_req_clear(d);

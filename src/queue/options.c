@@ -158,3 +158,10 @@ void queue_options_json(const queue_options *o, buf *out)
     }
     buf_putc(out, '}');
 }
+
+void queue_options_defaults_json(buf *out)
+{
+    queue_options o;
+    queue_options_defaults(&o);
+    queue_options_json(&o, out);
+}

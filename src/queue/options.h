@@ -40,5 +40,8 @@ void queue_options_defaults(queue_options *o);
 int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err, size_t errlen);
 /* Writes the full option set as a JSON object, in a fixed order. */
 void queue_options_json(const queue_options *o, buf *out);
+/* The defaults as a JSON object: what every node writes into queen.option_defaults at boot,
+ * so the SQL reads this table's defaults (queen.queue_options_v1) and has none of its own. */
+void queue_options_defaults_json(buf *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "db/pg.h"
+#include "sinkdb_results.h"
 #include "storage/logread.h"
 
 #define SINKDB_BACKOFF_MIN_MS 100
@@ -105,28 +106,36 @@ int sinkdb_clock(sinkdb *d, const uint8_t tenant[16], const char *queue, int64_t
     char t[37];
     uuid_text(tenant, t);
     const char *vals[2] = {t, queue};
-    PGresult *r = run(d, "reading the queue clock", "SELECT queue_id, safe_time, now_us FROM queen.sink_clock_v1($1::uuid, $2::text)",
+    PGresult *r = run(d, "reading the queue clock", "SELECT * FROM queen.sink_clock_v1($1::uuid, $2::text)",
                       2, vals, NULL, NULL);
     if (!r)
         return -1;
     int rc = 1;
     if (PQntuples(r) == 1) {
-        *qid = col_i64(r, 0, 0);
-        *safe_time = col_i64(r, 0, 1);
-        *now_us = col_i64(r, 0, 2);
+        *qid = col_i64(r, 0, SINK_CLOCK_QUEUE_ID);
+        *safe_time = col_i64(r, 0, SINK_CLOCK_SAFE_TIME);
+        *now_us = col_i64(r, 0, SINK_CLOCK_NOW);
         rc = 0;
     }
     PQclear(r);
     return rc;
 }
 
-static void fill_part(const PGresult *r, int row, sinkdb_part *p)
+/* Where a partition's name, uuid and offsets are in a row of each function. */
+typedef struct part_cols {
+    int name, puuid, start, next;
+} part_cols;
+static const part_cols SLICE_PART = {SINK_SLICE_NAME, SINK_SLICE_PUUID, SINK_SLICE_START, SINK_SLICE_NEXT};
+static const part_cols POSITIONS_PART = {SINK_POS_NAME, SINK_POS_PUUID, SINK_POS_START, SINK_POS_NEXT};
+static const part_cols POSITIONS_AT_PART = {SINK_POS_AT_NAME, SINK_POS_AT_PUUID, SINK_POS_AT_START, SINK_POS_AT_NEXT};
+
+static void fill_part(const PGresult *r, int row, const part_cols *c, sinkdb_part *p)
 {
-    p->name = PQgetvalue(r, row, 1);
-    p->name_len = (size_t)PQgetlength(r, row, 1);
-    p->uuid = (const uint8_t *)PQgetvalue(r, row, 2);
-    p->start_offset = col_i64(r, row, 3);
-    p->next_offset = col_i64(r, row, 4);
+    p->name = PQgetvalue(r, row, c->name);
+    p->name_len = (size_t)PQgetlength(r, row, c->name);
+    p->uuid = (const uint8_t *)PQgetvalue(r, row, c->puuid);
+    p->start_offset = col_i64(r, row, c->start);
+    p->next_offset = col_i64(r, row, c->next);
     p->last_offset = -1;
     p->last_ts = 0;
 }
@@ -145,8 +154,7 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
      * into the window's buffer as it arrives instead of holding the whole result as well */
     if (sinkdb_ensure(d) < 0)
         return -1;
-    static const char sql[] = "SELECT kind, name, puuid, start_offset, next_offset, base_offset, ts, record_count, data "
-                              "FROM queen.sink_slice_v1($1::int8, $2::int8, $3::int8, $4::int8, $5::int8)";
+    static const char sql[] = "SELECT * FROM queen.sink_slice_v1($1::int8, $2::int8, $3::int8, $4::int8, $5::int8)";
     if (!PQsendQueryParams(d->c, sql, 5, NULL, vals, NULL, NULL, 1)) {
         set_err(d, "reading the log", PQerrorMessage(d->c));
         PQfinish(d->c);
@@ -161,24 +169,24 @@ int sinkdb_slice(sinkdb *d, int64_t qid, int64_t from, int64_t to, int64_t budge
     while ((r = PQgetResult(d->c)) != NULL) {
         ExecStatusType st = PQresultStatus(r);
         if (st == PGRES_SINGLE_TUPLE && rc == 0) {
-            int kind = (int)be_get32((const uint8_t *)PQgetvalue(r, 0, 0));
-            if (kind == 0) {
-                *end = col_i64(r, 0, 6);
-            } else if (kind == 2 && cb->on_part) {
+            int kind = (int)be_get32((const uint8_t *)PQgetvalue(r, 0, SINK_SLICE_KIND));
+            if (kind == SINK_SLICE_ROW_END) {
+                *end = col_i64(r, 0, SINK_SLICE_TS);
+            } else if (kind == SINK_SLICE_ROW_PARTITION && cb->on_part) {
                 sinkdb_part p;
-                fill_part(r, 0, &p);
-                p.last_ts = col_i64(r, 0, 6);
+                fill_part(r, 0, &SLICE_PART, &p);
+                p.last_ts = col_i64(r, 0, SINK_SLICE_TS);
                 cb->on_part(cb->arg, &p);
-            } else if (kind == 1 && cb->on_seg) {
+            } else if (kind == SINK_SLICE_ROW_SEGMENT && cb->on_seg) {
                 sinkdb_seg sg;
-                sg.name = PQgetvalue(r, 0, 1);
-                sg.name_len = (size_t)PQgetlength(r, 0, 1);
-                sg.uuid = (const uint8_t *)PQgetvalue(r, 0, 2);
-                sg.base_offset = col_i64(r, 0, 5);
-                sg.ts = col_i64(r, 0, 6);
-                sg.count = (uint32_t)be_get32((const uint8_t *)PQgetvalue(r, 0, 7));
-                sg.data = (const uint8_t *)PQgetvalue(r, 0, 8);
-                sg.data_len = (size_t)PQgetlength(r, 0, 8);
+                sg.name = PQgetvalue(r, 0, SINK_SLICE_NAME);
+                sg.name_len = (size_t)PQgetlength(r, 0, SINK_SLICE_NAME);
+                sg.uuid = (const uint8_t *)PQgetvalue(r, 0, SINK_SLICE_PUUID);
+                sg.base_offset = col_i64(r, 0, SINK_SLICE_BASE);
+                sg.ts = col_i64(r, 0, SINK_SLICE_TS);
+                sg.count = (uint32_t)be_get32((const uint8_t *)PQgetvalue(r, 0, SINK_SLICE_COUNT));
+                sg.data = (const uint8_t *)PQgetvalue(r, 0, SINK_SLICE_DATA);
+                sg.data_len = (size_t)PQgetlength(r, 0, SINK_SLICE_DATA);
                 if (cb->on_seg(cb->arg, &sg)) {
                     set_err(d, "reading the log", "a segment could not be decoded");
                     rc = -2; /* the rest of the answer is read and dropped */
@@ -210,15 +218,14 @@ int sinkdb_positions(sinkdb *d, int64_t qid, int64_t from, int64_t to, void (*on
     snprintf(a[2], sizeof a[2], "%lld", (long long)to);
     const char *vals[3] = {a[0], a[1], a[2]};
     PGresult *r = run(d, "reading positions",
-                      "SELECT 2, name, puuid, start_offset, next_offset, last_offset "
-                      "FROM queen.sink_positions_v1($1::int8, $2::int8, $3::int8)",
+                      "SELECT * FROM queen.sink_positions_v1($1::int8, $2::int8, $3::int8)",
                       3, vals, NULL, NULL);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
         sinkdb_part p;
-        fill_part(r, i, &p);
-        p.last_offset = col_i64_or(r, i, 5, -1);
+        fill_part(r, i, &POSITIONS_PART, &p);
+        p.last_offset = col_i64_or(r, i, SINK_POS_LAST, -1);
         on_part(arg, &p);
     }
     PQclear(r);
@@ -232,15 +239,14 @@ int sinkdb_positions_at(sinkdb *d, int64_t qid, int64_t t, void (*on_part)(void 
     snprintf(a[1], sizeof a[1], "%lld", (long long)t);
     const char *vals[2] = {a[0], a[1]};
     PGresult *r = run(d, "reading positions",
-                      "SELECT 2, name, puuid, start_offset, next_offset, first_offset "
-                      "FROM queen.sink_positions_at_v1($1::int8, $2::int8)",
+                      "SELECT * FROM queen.sink_positions_at_v1($1::int8, $2::int8)",
                       2, vals, NULL, NULL);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {
         sinkdb_part p;
-        fill_part(r, i, &p);
-        p.last_offset = col_i64(r, i, 5);
+        fill_part(r, i, &POSITIONS_AT_PART, &p);
+        p.last_offset = col_i64(r, i, SINK_POS_AT_FIRST);
         on_part(arg, &p);
     }
     PQclear(r);

@@ -4,7 +4,7 @@
  *
  * The reads are the lease-free reads of the log (no lease, no cursor): the queue clock ticked
  * and read (safeTime), the records stamped in a time slice, positions by time, and the queue
- * list of a tenant. SQL: src/db/migrations/020_sink.sql. */
+ * list of a tenant. SQL: src/db/functions/sink_*_v1.sql. */
 #ifndef QUEEN_SINK_SINKDB_H
 #define QUEEN_SINK_SINKDB_H
 

@@ -62,6 +62,8 @@ static void p_array(sql_params *p, pgarray *a)
  * without its data (within = false), which is how the reader knows the answer was limited.
  * A partition with nothing to read still has one row (NULL segment); a queue without the
  * named partition has one all-NULL row; an unknown queue has none. */
+/* the columns, in order */
+enum fetch_col { F_NAME, F_PID, F_PUUID, F_START, F_NEXT, F_BASE, F_TS, F_COUNT, F_DATA, F_FROM, F_WITHIN };
 const char FETCH_SQL[] =
     "SELECT y.name, y.pid, y.puuid, y.start_offset, y.next_offset, y.base_offset, y.ts, y.record_count, "
     "CASE WHEN y.within THEN y.data END, y.from_off, y.within "
@@ -118,42 +120,42 @@ enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_
     int rows = PQntuples(res);
     if (rows == 0)
         return FETCH_NO_QUEUE;
-    if (PQgetisnull(res, 0, 0)) {
+    if (PQgetisnull(res, 0, F_NAME)) {
         /* the queue exists, the partition does not (or the queue has none) */
         return a->partition ? FETCH_NO_PARTITION : FETCH_OK;
     }
     fetch_partition cur;
     int have = 0, stopped = 0;
     for (int i = 0; i < rows; i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        size_t nlen = (size_t)PQgetlength(res, i, 0);
+        const char *name = PQgetvalue(res, i, F_NAME);
+        size_t nlen = (size_t)PQgetlength(res, i, F_NAME);
         if (!have || cur.name_len != nlen || memcmp(cur.name, name, nlen) != 0) {
             if (have && on_partition)
                 on_partition(arg, &cur);
             memset(&cur, 0, sizeof cur);
             cur.name = name;
             cur.name_len = nlen;
-            cur.id = (uint64_t)text_i64(res, i, 1);
-            cur.uuid = (const uint8_t *)PQgetvalue(res, i, 2);
-            cur.start_offset = text_i64(res, i, 3);
-            cur.end_offset = text_i64(res, i, 4);
-            cur.from = text_i64(res, i, 9);
+            cur.id = (uint64_t)text_i64(res, i, F_PID);
+            cur.uuid = (const uint8_t *)PQgetvalue(res, i, F_PUUID);
+            cur.start_offset = text_i64(res, i, F_START);
+            cur.end_offset = text_i64(res, i, F_NEXT);
+            cur.from = text_i64(res, i, F_FROM);
             cur.next_offset = cur.from;
             have = 1;
         }
-        if (PQgetisnull(res, i, 5) || stopped)
+        if (PQgetisnull(res, i, F_BASE) || stopped)
             continue;
-        if (PQgetisnull(res, i, 8)) {
+        if (PQgetisnull(res, i, F_DATA)) {
             /* the first segment past the budget: the answer was cut here */
             sum->more = 1;
             stopped = 1;
             continue;
         }
-        int64_t base = text_i64(res, i, 5);
-        int64_t ts = text_i64(res, i, 6);
-        uint32_t count = PQgetisnull(res, i, 7) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, i, 7));
+        int64_t base = text_i64(res, i, F_BASE);
+        int64_t ts = text_i64(res, i, F_TS);
+        uint32_t count = PQgetisnull(res, i, F_COUNT) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, i, F_COUNT));
         seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, 8), (size_t)PQgetlength(res, i, 8),
+        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, F_DATA), (size_t)PQgetlength(res, i, F_DATA),
                             (uint64_t)base, count) < 0)
             return FETCH_CORRUPT;
         record_view v;
@@ -232,6 +234,7 @@ void tick_queue_params(const uint8_t tenant[16], const char *queue, sql_params *
 /* The clock and the partitions are read by one statement, so from one snapshot: every record
  * that commits after it is stamped above the safeTime returned, and a partition it changes
  * will have last_ts above that safeTime. */
+enum changed_col { CH_QID, CH_SAFE_TIME, CH_NAME, CH_UUID, CH_START, CH_NEXT, CH_LAST_TS };
 const char CHANGED_SQL[] =
     "SELECT q.id, c.last_ts, p.name, p.uuid, p.start_offset, p.next_offset, p.last_ts "
     "FROM queen.queues q JOIN queen.queue_clocks c ON c.queue_id = q.id "
@@ -256,21 +259,21 @@ int changed_decode(PGresult *res, int64_t limit, int64_t *safe_time, void (*on_r
     *more = 0;
     if (rows == 0)
         return -1;
-    *safe_time = text_i64(res, 0, 1);
+    *safe_time = text_i64(res, 0, CH_SAFE_TIME);
     for (int i = 0; i < rows; i++) {
-        if (PQgetisnull(res, i, 2))
+        if (PQgetisnull(res, i, CH_NAME))
             continue;
         if (i >= limit) {
             *more = 1;
             break;
         }
         changed_row r;
-        r.name = PQgetvalue(res, i, 2);
-        r.name_len = (size_t)PQgetlength(res, i, 2);
-        r.uuid = (const uint8_t *)PQgetvalue(res, i, 3);
-        r.start_offset = text_i64(res, i, 4);
-        r.end_offset = text_i64(res, i, 5);
-        r.last_ts = text_i64(res, i, 6);
+        r.name = PQgetvalue(res, i, CH_NAME);
+        r.name_len = (size_t)PQgetlength(res, i, CH_NAME);
+        r.uuid = (const uint8_t *)PQgetvalue(res, i, CH_UUID);
+        r.start_offset = text_i64(res, i, CH_START);
+        r.end_offset = text_i64(res, i, CH_NEXT);
+        r.last_ts = text_i64(res, i, CH_LAST_TS);
         on_row(arg, &r);
     }
     return 0;

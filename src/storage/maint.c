@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/util.h"
+#include "storage_results.h"
 
 /* Rows deleted per round: bounded so one round never holds the table for long. */
 #define DEDUP_GC_BATCH 10000
@@ -38,7 +39,7 @@ static void on_gc(db_req *d)
     m->busy = 0;
     int n = 0;
     if (d->err == DB_OK && d->res[0] && PQntuples(d->res[0]) == 1)
-        n = atoi(PQgetvalue(d->res[0], 0, 0));
+        n = atoi(PQgetvalue(d->res[0], 0, DEDUP_GC_N));
     else if (d->err == DB_SQL)
         log_warn("maint", "dedup cleanup failed: %s", d->errmsg);
     db_req_clear(d);

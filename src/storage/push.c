@@ -13,6 +13,7 @@
 #include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "record.h"
+#include "storage_results.h"
 
 /* A batch never carries more payload than this, whatever the record count: one statement's
  * parameters are held in memory on both sides. */
@@ -21,7 +22,7 @@
 #define PUSH_MAX_ATTEMPTS 5
 
 static const char PUSH_SQL[] =
-    "SELECT kind, idx, partition_id, partition_uuid, queue_id, off, ts FROM queen.push_v1("
+    "SELECT * FROM queen.push_v1("
     "$1::uuid[], $2::text[], $3::text[], $4::int4[], $5::int4[], $6::bytea[], $7::int4[], $8::int4[], "
     "$9::text[], $10::int8)";
 
@@ -330,15 +331,15 @@ int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
     *dups = *full = 0;
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++) {
-        int32_t kind = db_get_i32(res, i, 0);
-        int32_t idx = db_get_i32(res, i, 1);
-        uint64_t pid = (uint64_t)db_get_i64(res, i, 2);
-        const uint8_t *pu = (const uint8_t *)PQgetvalue(res, i, 3);
-        uint64_t off = (uint64_t)db_get_i64(res, i, 5);
-        int64_t ts = db_get_i64(res, i, 6);
-        if (kind > 2)
-            continue; /* rows of a caller that wraps push_v1 (transaction acks) */
-        if (kind == 1) {
+        int32_t kind = db_get_i32(res, i, PUSH_KIND);
+        int32_t idx = db_get_i32(res, i, PUSH_IDX);
+        uint64_t pid = (uint64_t)db_get_i64(res, i, PUSH_PARTITION_ID);
+        const uint8_t *pu = (const uint8_t *)PQgetvalue(res, i, PUSH_PARTITION_UUID);
+        uint64_t off = (uint64_t)db_get_i64(res, i, PUSH_OFF);
+        int64_t ts = db_get_i64(res, i, PUSH_TS);
+        if (kind > PUSH_ROW_FULL)
+            continue; /* rows of a caller that wraps push_v1 (transaction acks: api/txn_results.h) */
+        if (kind == PUSH_ROW_DUPLICATE) {
             if (idx < 1 || (uint32_t)idx > e->ndd)
                 continue;
             push_item *it = e->dd_items[idx - 1];
@@ -356,7 +357,7 @@ int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
                 continue;
             for (uint32_t k = 0; k < g->n; k++) {
                 push_item *it = g->items[k];
-                if (kind == 2) {
+                if (kind == PUSH_ROW_FULL) {
                     it->status = PUSH_FULL;
                     it->offset = off; /* the queue's maxSize */
                     continue;
@@ -367,7 +368,7 @@ int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
                 it->partition_id = pid;
                 memcpy(it->partition_uuid, pu, 16);
             }
-            if (kind == 2)
+            if (kind == PUSH_ROW_FULL)
                 (*full)++;
             break;
         }

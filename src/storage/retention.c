@@ -11,6 +11,7 @@
 #include "core/util.h"
 #include "metrics/metrics.h"
 #include "storage/logread.h"
+#include "storage_results.h"
 
 #define TICK_MS 1000
 /* A round skips partitions a group commit holds (queen.retention_v1 never waits for a
@@ -85,23 +86,23 @@ static void on_round(db_req *d)
     if (d->err == DB_OK && d->res[0]) {
         int rows = PQntuples(d->res[0]);
         for (int i = 0; i < rows; i++) {
-            if (strcmp(PQgetvalue(d->res[0], i, 3), "busy") == 0) {
-                busy += atoi(PQgetvalue(d->res[0], i, 4));
+            if (strcmp(PQgetvalue(d->res[0], i, RETENTION_KIND), "busy") == 0) {
+                busy += atoi(PQgetvalue(d->res[0], i, RETENTION_SEGMENTS));
                 log_debug("retention", "queue %s: %s partitions busy, left for the next round",
-                          PQgetvalue(d->res[0], i, 2), PQgetvalue(d->res[0], i, 4));
+                          PQgetvalue(d->res[0], i, RETENTION_QUEUE), PQgetvalue(d->res[0], i, RETENTION_SEGMENTS));
                 continue;
             }
-            segments += atoi(PQgetvalue(d->res[0], i, 4));
-            uint64_t recs = (uint64_t)atoll(PQgetvalue(d->res[0], i, 5));
-            count(r, PQgetvalue(d->res[0], i, 1), PQgetvalue(d->res[0], i, 2), PQgetvalue(d->res[0], i, 3), recs);
-            log_info("retention", "queue %s: deleted %llu records (%s)", PQgetvalue(d->res[0], i, 2),
-                     (unsigned long long)recs, PQgetvalue(d->res[0], i, 3));
+            segments += atoi(PQgetvalue(d->res[0], i, RETENTION_SEGMENTS));
+            uint64_t recs = (uint64_t)atoll(PQgetvalue(d->res[0], i, RETENTION_RECORDS));
+            count(r, PQgetvalue(d->res[0], i, RETENTION_TENANT), PQgetvalue(d->res[0], i, RETENTION_QUEUE), PQgetvalue(d->res[0], i, RETENTION_KIND), recs);
+            log_info("retention", "queue %s: deleted %llu records (%s)", PQgetvalue(d->res[0], i, RETENTION_QUEUE),
+                     (unsigned long long)recs, PQgetvalue(d->res[0], i, RETENTION_KIND));
         }
     } else if (d->err == DB_SQL) {
         log_warn("retention", "round failed: %s", d->errmsg);
     }
     if (d->err == DB_OK && d->nstmt > 1 && d->res[1] && PQntuples(d->res[1]) == 1) {
-        int n = atoi(PQgetvalue(d->res[1], 0, 0));
+        int n = atoi(PQgetvalue(d->res[1], 0, PARTITION_CLEANUP_N));
         if (n > 0) {
             r->partitions_cleaned += (uint64_t)n;
             log_info("retention", "deleted %d partitions empty and idle for %lld days", n, (long long)r->cleanup_days);
@@ -146,8 +147,7 @@ static void on_tick(uv_timer_t *t)
     r->values[1] = r->run_retention ? "true" : "false";
     r->values[2] = r->run_eviction ? "true" : "false";
     r->req.nstmt = 1;
-    r->req.stmt[0] = (db_stmt){"SELECT queue_id, tenant_id, queue_name, kind, segments, records "
-                               "FROM queen.retention_v1($1::int4, $2::bool, $3::bool)",
+    r->req.stmt[0] = (db_stmt){"SELECT * FROM queen.retention_v1($1::int4, $2::bool, $3::bool)",
                                3, r->values, NULL, NULL, 0};
     if (r->run_retention && r->cleanup_days > 0) {
         r->cvalues[0] = r->limit;

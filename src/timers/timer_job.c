@@ -1,6 +1,6 @@
 /* timer_job.c — the firing job every node runs, and the JSON of a stored timer.
  *
- * Scheduling. A round is one call of queen.timers_fire_v1 on the pool. After a round:
+ * Scheduling. A round is one call of queen.timers_fire_v2 on the pool. After a round:
  *  - it took as many timers as it may (more are due): the next round starts at once;
  *  - a timer is due but was held by another node's round: look again in TIMER_CONTENDED_MS
  *    (if that node dies, its transaction rolls back and the timers are ours to fire);
@@ -91,13 +91,13 @@ static void on_round(db_req *d)
     int unsealed = 0;
     PGresult *r = d->res[0];
     if (d->err == DB_OK && r && PQntuples(r) == 1) {
-        int fired = atoi(PQgetvalue(r, 0, 0));
-        int dups = atoi(PQgetvalue(r, 0, 1));
-        int more = PQgetvalue(r, 0, 2)[0] == 't';
-        int64_t lag = atoll(PQgetvalue(r, 0, 3));
-        int has_next = !PQgetisnull(r, 0, 4);
-        int64_t next_in_us = has_next ? atoll(PQgetvalue(r, 0, 4)) : 0;
-        unsealed = atoi(PQgetvalue(r, 0, 5));
+        int fired = atoi(PQgetvalue(r, 0, FIRE_FIRED));
+        int dups = atoi(PQgetvalue(r, 0, FIRE_DUPLICATES));
+        int more = PQgetvalue(r, 0, FIRE_MORE)[0] == 't';
+        int64_t lag = atoll(PQgetvalue(r, 0, FIRE_MAX_LAG_US));
+        int has_next = !PQgetisnull(r, 0, FIRE_NEXT_IN_US);
+        int64_t next_in_us = has_next ? atoll(PQgetvalue(r, 0, FIRE_NEXT_IN_US)) : 0;
+        unsealed = atoi(PQgetvalue(r, 0, FIRE_UNSEALED));
         if (fired + dups > 0) {
             mc_add(&j->m.fired, (uint64_t)fired);
             mc_add(&j->m.duplicates, (uint64_t)dups);
@@ -184,12 +184,12 @@ static void on_unsealed(db_req *d)
     buf_init(&rec, 0);
     int n = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        const uint8_t *old = (const uint8_t *)PQgetvalue(r, i, 1);
-        size_t len = (size_t)PQgetlength(r, i, 1);
+        const uint8_t *old = (const uint8_t *)PQgetvalue(r, i, TIMER_UNSEALED_RECORD);
+        size_t len = (size_t)PQgetlength(r, i, TIMER_UNSEALED_RECORD);
         buf_reset(&rec);
-        if (PQgetlength(r, i, 0) != 16 || timer_reseal_record(old, len, &rec) != 0)
+        if (PQgetlength(r, i, TIMER_UNSEALED_ID) != 16 || timer_reseal_record(old, len, &rec) != 0)
             continue; /* sealed meanwhile, or not a record (reported when it is read) */
-        pgarray_add(&j->seal_arr[0], PQgetvalue(r, i, 0), 16);
+        pgarray_add(&j->seal_arr[0], PQgetvalue(r, i, TIMER_UNSEALED_ID), 16);
         pgarray_add(&j->seal_arr[1], old, len);
         pgarray_add(&j->seal_arr[2], rec.data, rec.len);
         n++;
@@ -336,31 +336,31 @@ int timer_row_json(buf *b, const struct pg_result *res, int row)
     const PGresult *r = res;
     seg_reader sr;
     record_view v;
-    const uint8_t *seg = (const uint8_t *)PQgetvalue(r, row, 7);
-    if (seg_reader_init(&sr, seg, (size_t)PQgetlength(r, row, 7), 0, 1) < 0 || seg_reader_next(&sr, &v) != 1)
+    const uint8_t *seg = (const uint8_t *)PQgetvalue(r, row, TIMER_ROW_SEGMENT);
+    if (seg_reader_init(&sr, seg, (size_t)PQgetlength(r, row, TIMER_ROW_SEGMENT), 0, 1) < 0 || seg_reader_next(&sr, &v) != 1)
         return -1;
     char id[37];
-    format_uuid_text((const uint8_t *)PQgetvalue(r, row, 0), id);
+    format_uuid_text((const uint8_t *)PQgetvalue(r, row, TIMER_ROW_ID), id);
     buf_printf(b, "{\"timerId\":\"%s\",\"queue\":", id);
-    jw_string(b, PQgetvalue(r, row, 1), (size_t)PQgetlength(r, row, 1));
+    jw_string(b, PQgetvalue(r, row, TIMER_ROW_QUEUE), (size_t)PQgetlength(r, row, TIMER_ROW_QUEUE));
     buf_puts(b, ",\"partition\":");
-    jw_string(b, PQgetvalue(r, row, 2), (size_t)PQgetlength(r, row, 2));
+    jw_string(b, PQgetvalue(r, row, TIMER_ROW_PARTITION), (size_t)PQgetlength(r, row, TIMER_ROW_PARTITION));
     buf_puts(b, ",\"fireAt\":");
-    buf_put_i64(b, bin_i64(r, row, 3));
+    buf_put_i64(b, bin_i64(r, row, TIMER_ROW_FIRE_AT));
     buf_puts(b, ",\"transactionId\":");
-    jw_string(b, PQgetvalue(r, row, 4), (size_t)PQgetlength(r, row, 4));
+    jw_string(b, PQgetvalue(r, row, TIMER_ROW_TXN), (size_t)PQgetlength(r, row, TIMER_ROW_TXN));
     buf_puts(b, ",\"traceId\":");
-    if (PQgetisnull(r, row, 5)) {
+    if (PQgetisnull(r, row, TIMER_ROW_TRACE)) {
         buf_puts(b, "null");
     } else {
         char t[37];
-        format_uuid_text((const uint8_t *)PQgetvalue(r, row, 5), t);
+        format_uuid_text((const uint8_t *)PQgetvalue(r, row, TIMER_ROW_TRACE), t);
         jw_cstr(b, t);
     }
     buf_puts(b, ",\"payload\":");
     record_payload_json(b, &v); /* the plaintext, or null and payloadError */
     buf_puts(b, ",\"createdAt\":");
-    buf_put_i64(b, bin_i64(r, row, 6));
+    buf_put_i64(b, bin_i64(r, row, TIMER_ROW_CREATED));
     buf_putc(b, '}');
     return 0;
 }

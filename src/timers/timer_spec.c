@@ -333,7 +333,7 @@ const char TIMER_CREATE_SQL[] =
     "WITH u AS (SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[],"
     "  $8::bool[], $9::uuid[], $10::int4[], $11::bytea[]) WITH ORDINALITY AS u(id, q, p, fa, dl, txn, prod, tr, b, rec, i)),"
     " bad AS (SELECT u.i FROM u JOIN queen.queues x ON x.tenant_id = $1::uuid AND x.name = u.q"
-    "  WHERE coalesce((x.options->>'encryptionEnabled')::boolean, false) AND get_byte(u.rec, 0) & 8 = 0),"
+    "  WHERE (queen.queue_options_v1(x.options)->>'encryptionEnabled')::boolean AND get_byte(u.rec, 0) & 8 = 0),"
     " ins AS ("
     " INSERT INTO queen.log_timers (id, tenant_id, queue, partition, fire_at, txn_id, txn_producer, trace_id,"
     "  payload_bytes, record, created_at)"
@@ -383,6 +383,7 @@ void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int 
         p_array(p, &p->arr[a]);
 }
 
+/* the columns of enum timer_row_col (timers.h) */
 #define TIMER_COLS                                                                                                     \
     "x.id, x.queue, x.partition, x.fire_at, x.txn_id, x.trace_id, x.created_at, '\\x01'::bytea || x.record "
 
@@ -401,13 +402,12 @@ const char TIMER_LIST_SQL[] =
 const char TIMER_CANCEL_SQL[] =
     "DELETE FROM queen.log_timers x WHERE x.tenant_id = $1::uuid AND x.id = $2::uuid RETURNING x.id";
 
-const char TIMER_FIRE_SQL[] = "SELECT o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us, o_unsealed "
-                              "FROM queen.timers_fire_v2($1::int4, $2::int8, $3::int8)";
+const char TIMER_FIRE_SQL[] = "SELECT * FROM queen.timers_fire_v2($1::int4, $2::int8, $3::int8)";
 
 const char TIMER_UNSEALED_SQL[] =
     "SELECT t.id, t.record FROM queen.log_timers t JOIN queen.queues q ON q.tenant_id = t.tenant_id AND q.name = t.queue "
     "WHERE t.fire_at <= queen.now_us() + 2000000 AND get_byte(t.record, 0) & 8 = 0 "
-    "AND coalesce((q.options->>'encryptionEnabled')::boolean, false) ORDER BY t.fire_at, t.id LIMIT $1::int8";
+    "AND (queen.queue_options_v1(q.options)->>'encryptionEnabled')::boolean ORDER BY t.fire_at, t.id LIMIT $1::int8";
 
 /* Rows are locked in id order, skipping those a firing round holds (lock space 1). */
 const char TIMER_RESEAL_SQL[] =

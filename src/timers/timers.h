@@ -3,7 +3,7 @@
  * A timer is accepted by any node: its record (transactionId, optional traceId, producer, the
  * payload text byte for byte) is encoded there with record_encode and stored in
  * queen.log_timers with its fire time on the database's clock. Every node runs a timer_job:
- * a libuv timer that, while timers are due, calls queen.timers_fire_v1 — one transaction that
+ * a libuv timer that, while timers are due, calls queen.timers_fire_v2 — one transaction that
  * locks due rows with SKIP LOCKED, pushes their records through queen.push_v1 (the push path
  * of POST /api/v1/push, with its transactionId deduplication) and deletes the rows. A node
  * that dies mid-round rolls the whole round back, and the rows become due again for the
@@ -24,6 +24,7 @@
 #include "db/pgarray.h"
 #include "json/json.h"
 #include "metrics/metrics.h"
+#include "timer_results.h"
 
 struct pg_result;   /* PGresult */
 struct uv_loop_s;   /* uv_loop_t */
@@ -109,6 +110,10 @@ void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int 
  * rows shown. Binary results. */
 extern const char TIMER_GET_SQL[];
 extern const char TIMER_LIST_SQL[];
+enum timer_row_col {
+    TIMER_ROW_ID, TIMER_ROW_QUEUE, TIMER_ROW_PARTITION, TIMER_ROW_FIRE_AT, TIMER_ROW_TXN, TIMER_ROW_TRACE,
+    TIMER_ROW_CREATED, TIMER_ROW_SEGMENT, TIMER_ROW_TOTAL /* the list only */
+};
 void timer_get_params(const uint8_t tenant[16], const uuid *id, timer_params *p);
 void timer_list_params(const uint8_t tenant[16], const char *queue, size_t queue_len, const uuid *after,
                        int64_t limit, timer_params *p);
@@ -120,8 +125,7 @@ int timer_row_json(buf *b, const struct pg_result *res, int row);
  * cancelled before, or never existed. */
 extern const char TIMER_CANCEL_SQL[];
 
-/* One firing round: o_fired, o_duplicates, o_more, o_max_lag_us, o_next_in_us, o_unsealed
- * (plaintext timers of encrypted queues it left for sealing). */
+/* One firing round: SELECT * FROM queen.timers_fire_v2(...), one row (enum timers_fire_col). */
 extern const char TIMER_FIRE_SQL[];
 /* Sealing in place the plaintext timers of encrypted queues a round left: the select (id,
  * record; due within two seconds; binary results; $1 = how many) and the update ($1 ids,
@@ -129,6 +133,7 @@ extern const char TIMER_FIRE_SQL[];
  * rows locked by a round are skipped). */
 #define TIMER_SEAL_BATCH 500
 extern const char TIMER_UNSEALED_SQL[];
+enum timer_unsealed_col { TIMER_UNSEALED_ID, TIMER_UNSEALED_RECORD };
 extern const char TIMER_RESEAL_SQL[];
 
 /* ---- the firing job ---- */

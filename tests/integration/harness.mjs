@@ -225,10 +225,17 @@ export async function startPostgres({ fast = true } = {}) {
     stop(mode = 'fast') {
       runAsPg(pgBin('pg_ctl'), ['-D', data, '-m', mode, '-w', 'stop']);
     },
-    psql(sql) {
-      const r = runAsPg('psql', ['-h', sock, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-At', '-c', sql]);
+    psql(sql, db = 'postgres') {
+      const r = runAsPg('psql', ['-h', sock, '-p', String(port), '-U', 'postgres', '-d', db, '-At', '-c', sql]);
       return r.stdout.trim();
     },
+    // Runs a whole script (text) on database db, stopping at its first error.
+    psqlScript(text, db = 'postgres') {
+      const r = runAsPg('psql', ['-h', sock, '-p', String(port), '-U', 'postgres', '-d', db, '-X', '-q', '-At',
+        '-v', 'ON_ERROR_STOP=1'], { input: text });
+      return r.stdout.trim();
+    },
+    urlOf(db) { return `postgresql://postgres@127.0.0.1:${port}/${db}`; },
     destroy() {
       try { pg.stop('immediate'); } catch { /* already stopped */ }
       fs.rmSync(dir, { recursive: true, force: true });

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "db/embedded.h"
 #include "db/migrate.h"
+#include "queue/options.h"
 #include "kv/kv.h"
 
 static embedded_pg g_emb;
@@ -56,7 +57,11 @@ static int setup(void **state)
         return -1;
     PGconn *c = conn();
     char err[512];
-    int rc = migrate_apply(c, err, sizeof err);
+    buf defaults;
+    buf_init(&defaults, 0);
+    queue_options_defaults_json(&defaults);
+    int rc = migrate_apply(c, buf_cstr(&defaults), err, sizeof err);
+    buf_free(&defaults);
     if (rc < 0)
         fprintf(stderr, "migrations: %s\n", err);
     PQfinish(c);

@@ -73,6 +73,13 @@ static void test_defaults(void **state)
     memset(&o, 0x5a, sizeof o);
     assert_int_equal(parse_opts("{}", &o), 0);
     json_eq(&o, DEFAULTS_JSON);
+
+    /* what a node writes into queen.option_defaults at boot: the same set */
+    buf b;
+    buf_init(&b, 0);
+    queue_options_defaults_json(&b);
+    assert_string_equal(buf_cstr(&b), DEFAULTS_JSON);
+    buf_free(&b);
 }
 
 static void test_full_overwrite(void **state)
