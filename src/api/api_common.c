@@ -1,5 +1,6 @@
 /* api_common.c — route table and the helpers every handler shares. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,24 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
         return -1;
     }
     return 0;
+}
+
+void api_respond_refusal(http_req *r, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"error\":");
+    jw_cstr(&b, msg);
+    buf_puts(&b, ",\"code\":");
+    jw_cstr(&b, code);
+    buf_putc(&b, '}');
+    http_respond_json(r, status, &b);
+    buf_free(&b);
 }
 
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len)

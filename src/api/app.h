@@ -120,6 +120,9 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth);
 /* A string field of an object: 1 present (decoded into the request arena, NUL-terminated),
  * 0 absent or null, -1 wrong type. */
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
+/* Answers {"error": "<prose>", "code": "<stable id>"}: callers branch on code, never on prose. */
+void api_respond_refusal(http_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);

@@ -179,13 +179,14 @@ _db_seq = 0
 
 
 @pytest.fixture(scope="module")
-def broker(pg):
-    """The module's broker, on a database of its own (created here: faster than a cluster)."""
+def broker(pg, request):
+    """The module's broker, on a database of its own (created here: faster than a cluster).
+    A module sets BROKER_ENV = {...} for variables of its own (e.g. RETENTION_INTERVAL)."""
     global _db_seq
     _db_seq += 1
     db = f"m{_db_seq}_{os.getpid()}"
     pg.psql(f"CREATE DATABASE {db}")
-    b = Broker(pg, db)
+    b = Broker(pg, db, getattr(request.module, "BROKER_ENV", None))
     try:
         yield b
     finally:
