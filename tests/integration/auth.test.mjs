@@ -66,6 +66,7 @@ const ROUTES = [
   ['GET', '/api/v1/resources/tasks', 'read-only'],
   ['GET', '/api/v1/status/queues', 'read-only'],
   ['GET', '/api/v1/status/queues/matrix', 'read-only'],
+  ['POST', '/api/v1/stats/refresh', 'admin'],
   ['GET', '/api/v1/messages', 'read-only'],
   ['GET', `/api/v1/messages/${UUID0}/x`, 'read-only'],
   ['DELETE', `/api/v1/messages/${UUID0}/x`, 'read-write'],
