@@ -152,3 +152,17 @@ async def test_framed_pop_reads_the_json_fallback(broker, qname):
 async def test_stats_refresh(client: Queen):
     r = await client.admin.refresh_consumer_stats()
     assert r == {"skipped": True, "reason": "stats_are_live"}
+
+
+async def test_a_namespace_pop_with_autopilot(client: Queen, qname):
+    ns = qname + "-ns"
+    for q in (qname + "-a", qname + "-b"):
+        await client.queue(q).namespace(ns).create()
+        await client.queue(q).push([{"data": f"{q[-1]}{i}"} for i in range(2)])
+    res = await client.queue().namespace(ns).wait(False).pop_result()
+    assert res.autopilot is not None
+    got = res.messages
+    assert len(got) >= 2
+    assert (await client.ack(got, True))["success"] is True
+    rest = await client.queue().namespace(ns).wait(False).pop()
+    assert sorted(datas(got + rest)) == ["a0", "a1", "b0", "b1"]
