@@ -35,6 +35,9 @@ cleanup() {
       rm -rf "$(dirname "$d")"
     done < "$state/pgdata"
   fi
+  if [ -f "$state/dirs" ]; then
+    while read -r d; do case "$d" in /tmp/queen-pydata-*) rm -rf "$d" ;; esac; done < "$state/dirs"
+  fi
   rm -rf "$state"
 }
 trap cleanup EXIT

@@ -108,6 +108,7 @@ class Broker:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data = tempfile.mkdtemp(prefix="queen-pydata-", dir="/tmp")
+        _note("dirs", self.data)
         self.log_path = os.path.join(self.data, "queen.log")
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
