@@ -34,7 +34,7 @@ FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration bench clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration bench clean format release asan
 all: build/release/queen
 
 release: build/release/queen
@@ -104,11 +104,16 @@ TOOLS := $(patsubst tests/tools/%.c,build/asan/tools/%,$(wildcard tests/tools/*.
 integration: build/asan/queen build/release/queen $(TOOLS)
 	@scripts/run-integration.sh
 
+# the real 2.x client (queen-mq, PyPI) against the sanitizer build: tests/py, pytest in build/venv
+py-integration: build/asan/queen
+	@scripts/run-py.sh
+
 test: test-deps
 	@$(MAKE) --no-print-directory build/release/queen build/asan/queen $(TOOLS)
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
+	@$(MAKE) --no-print-directory py-integration
 
 run: deps
 	@$(MAKE) --no-print-directory build/release/queen

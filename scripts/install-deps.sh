@@ -7,6 +7,7 @@
 # Debian packages come from apt; the test tools from npm (package-lock.json, `npm ci`); when the
 # node on PATH is older than the tests need (Debian 12's is 18), a pinned Node.js from PyPI into
 # .tools/node, which the Makefile and the test scripts put first on PATH.
+# The Python harness (tests/py) gets a virtual environment, build/venv, from tests/py/requirements.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/versions.sh
@@ -19,8 +20,8 @@ run_pkgs=(build-essential pkg-config libuv1-dev libh2o-dev libpq-dev libssl-dev 
           libzstd-dev zlib1g-dev libsnappy-dev libjwt-dev)
 # unit tests (cmocka); fuzz targets (clang, plus its libFuzzer runtime for clang's own version,
 # below); S3 tests (zstd, boto3 on /usr/bin/python3); the deploy files' test (PyYAML); pgrep
-# (procps, which a bare image lacks); bench (wrk, curl, openssl)
-test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 python3-yaml procps wrk curl openssl)
+# (procps, which a bare image lacks); bench (wrk, curl, openssl); the Python harness's venv
+test_pkgs=(libcmocka-dev clang zstd python3 python3-boto3 python3-yaml python3-venv procps wrk curl openssl)
 
 die() { echo "install-deps: $*" >&2; exit 1; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -202,4 +203,17 @@ stamp=node_modules/.queen-lock-stamp
 if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   npm ci --no-audit --no-fund
   mkdir -p node_modules && cp package-lock.json "$stamp"
+fi
+
+# the Python harness (tests/py): a venv of /usr/bin/python3, made only when missing or when the
+# pins changed
+venv=build/venv
+req=tests/py/requirements.txt
+vstamp=$venv/.queen-req-stamp
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$vstamp" ] || ! cmp -s "$req" "$vstamp"; then
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv" || die "the Python tests need a venv of /usr/bin/python3 (Debian: python3-venv) and creating $venv failed"
+  "$venv/bin/pip" install --disable-pip-version-check --no-input -q -r "$req" ||
+    die "installing the Python test tools ($req) from PyPI into $venv failed (above)"
+  cp "$req" "$vstamp"
 fi

@@ -1,5 +1,6 @@
 /* api_common.c — route table and the helpers every handler shares. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,7 @@ void api_register(app *a)
     http_route(s, "GET", "/api/v1/resources/namespaces", api_resources_namespaces, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/resources/tasks", api_resources_tasks, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/status/queues", api_status_queues, ACCESS_READ_ONLY);
+    http_route(s, "POST", "/api/v1/stats/refresh", api_stats_refresh, ACCESS_ADMIN);
     http_route(s, "GET", "/api/v1/status/queues/:queue", api_status_queue, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages", api_messages_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages/:partitionId/:transactionId", api_message_get, ACCESS_READ_ONLY);

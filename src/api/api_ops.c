@@ -58,6 +58,19 @@ static void on_health(db_req *d)
     db_req_clear(d);
 }
 
+/* POST /api/v1/stats/refresh — the earlier release recomputed its stats tables on demand; here
+ * every count, lag and depth is computed from the log and the cursors when it is read, so there
+ * is nothing to refresh. Answered in that release's "skipped" shape (the 2.x client passes the
+ * answer through). */
+void api_stats_refresh(http_req *r)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"skipped\":true,\"reason\":\"stats_are_live\"}");
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
 void api_health(http_req *r)
 {
     app *a = r->app;

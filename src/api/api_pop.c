@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/strmap.h"
 #include "core/timeutil.h"
+#include "consume/autopilot.h"
 #include "core/util.h"
 #include "storage/payload.h"
 
@@ -39,6 +40,8 @@ struct pop_ctx {
     http_req *http;
     app *a;
     pop_args args;
+    pop_sizing sizing;   /* batch and width; with sizing.autopilot, echoed in every answer */
+    int64_t retry_at;    /* µs: when records may become ready, from the last empty call */
     int wait;
     int mergeable;
     uint64_t deadline_ms;
@@ -143,10 +146,31 @@ void api_pop_hint(const uint8_t tenant[16], const char *queue, size_t qlen, uint
         idring_push(&l->hints, partition_id);
 }
 
+/* The autopilot echo (a 2.x pop that sent autopilot=true): what the broker used. */
+static void put_autopilot(buf *b, const pop_ctx *c, int delivered)
+{
+    if (!c->sizing.autopilot)
+        return;
+    buf_printf(b, ",\"autopilot\":{\"partitions\":%lld,\"batch\":%lld,\"waitMs\":%lld}",
+               (long long)c->sizing.partitions, (long long)c->sizing.batch,
+               (long long)pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
+}
+
 static void respond_empty(pop_ctx *c, int status, const char *error)
 {
     if (status == 204 || !error) {
-        http_respond(c->http, 204, NULL, "", 0);
+        if (!c->sizing.autopilot) {
+            http_respond(c->http, 204, NULL, "", 0);
+            return;
+        }
+        /* an autopilot pop answers with a body even when empty: the echo rides on it */
+        buf b;
+        buf_init(&b, 0);
+        buf_puts(&b, "{\"success\":true,\"messages\":[]");
+        put_autopilot(&b, c, 0);
+        buf_putc(&b, '}');
+        http_respond_json(c->http, 200, &b);
+        buf_free(&b);
         return;
     }
     buf b;
@@ -161,7 +185,9 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
     /* a pop that found nothing it may take (lease_held): the earlier release's 200 shape */
     buf_puts(&b, "{\"success\":false,\"error\":");
     jw_cstr(&b, error);
-    buf_puts(&b, ",\"messages\":[]}");
+    buf_puts(&b, ",\"messages\":[]");
+    put_autopilot(&b, c, 0);
+    buf_putc(&b, '}');
     http_respond_json(c->http, status, &b);
     buf_free(&b);
 }
@@ -202,7 +228,9 @@ static void respond_messages(pop_ctx *c)
     jw_cstr(&b, c->args.group);
     buf_printf(&b, ",\"partitionsClaimed\":%d,\"messages\":[", c->claimed);
     buf_append(&b, c->msgs.data, c->msgs.len);
-    buf_puts(&b, "]}");
+    buf_putc(&b, ']');
+    put_autopilot(&b, c, 1);
+    buf_putc(&b, '}');
     buf_free(&c->msgs);
     mc_add(&c->a->cm.pop_messages, (uint64_t)c->nmsgs);
     http_respond_json(c->http, 200, &b);
@@ -298,7 +326,7 @@ static void on_wake(waiter *w, int timed_out)
 {
     pop_ctx *c = w->arg;
     if (http_client_gone(c->http) || timed_out || c->a->shutting_down) {
-        http_respond(c->http, 204, NULL, "", 0);
+        respond_empty(c, 204, NULL);
         return;
     }
     pop_submit(c);
@@ -331,6 +359,7 @@ static void on_abandon(http_req *r)
 /* Nothing for this pop in the call: wait for a change, or answer. */
 static void nothing_for(pop_ctx *c, const pop_outcome *out)
 {
+    c->retry_at = out->retry_at;
     buf_free(&c->msgs);
     c->nmsgs = 0;
     c->claimed = 0;
@@ -634,6 +663,34 @@ static int64_t query_int(http_req *r, const char *name, int64_t def, int64_t lo,
     return x;
 }
 
+/* conflation=true (last-value delivery) is not served yet. A pop asking for it is refused
+ * without touching the queue: 400 when the request could never conflate (no consumer group,
+ * or autoAck, as a broker with conflation refuses it), otherwise an empty 200 answer whose
+ * `conflation` is false — the 2.x client reads the missing echo as ConflationUnsupportedError
+ * on its first poll and stops, instead of draining a backlog one message at a time. Nothing
+ * is leased, committed or waited for. Returns 1 when it answered. */
+static int conflation_refused_or_respond(pop_ctx *c, int has_group)
+{
+    http_req *r = c->http;
+    if (!has_group) {
+        http_respond_error_code(r, 400, "conflation_needs_group", "conflation is a consumer group's policy: name one");
+        return 1;
+    }
+    if (c->args.auto_ack) {
+        http_respond_error_code(r, 400, "conflation_with_auto_ack", "conflation cannot be combined with autoAck");
+        return 1;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"success\":false,\"messages\":[],\"conflation\":false,\"code\":\"conflation_unsupported\","
+                 "\"error\":\"conflation (last-value delivery) is not supported by this broker; nothing was delivered\"");
+    put_autopilot(&b, c, 0);
+    buf_putc(&b, '}');
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+    return 1;
+}
+
 static void pop_route(http_req *r, const char *queue, const char *partition, const char *ns, const char *task)
 {
     app *a = r->app;
@@ -650,16 +707,30 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     const char *g = http_query(r, "consumerGroup");
     pa->group = g && *g ? g : QUEUE_MODE_GROUP;
     int ok = 1;
-    pa->batch = query_int(r, "batch", a->cfg->default_batch, 1, POP_MAX_BATCH, &ok);
+    /* the 2.x knobs: autopilot sizes what the client left unset (consume/autopilot.h) */
+    pop_sizing *sz = &c->sizing;
+    sz->autopilot = query_bool(r, "autopilot", 0);
+    int conflation = query_bool(r, "conflation", 0);
+    int frames = query_bool(r, "frames", 0); /* the framed answer is not served: JSON, the documented fallback */
+    if (sz->autopilot < 0 || conflation < 0 || frames < 0) {
+        http_respond_error_code(r, 400, "invalid_request", "autopilot, conflation and frames must be true or false");
+        return;
+    }
+    sz->batch = query_int(r, "batch", 0, 1, POP_MAX_BATCH, &ok);
     if (!ok) {
         http_respond_error(r, 400, "batch must be an integer between 1 and %d", POP_MAX_BATCH);
         return;
     }
-    pa->max_partitions = partition ? 1 : query_int(r, "partitions", 1, 1, POP_MAX_PARTITIONS, &ok);
+    sz->partitions = partition ? 1 : query_int(r, "partitions", 0, 1, POP_MAX_PARTITIONS, &ok);
     if (!ok) {
         http_respond_error(r, 400, "partitions must be an integer between 1 and %d", POP_MAX_PARTITIONS);
         return;
     }
+    sz->batch_set = sz->batch > 0;
+    sz->partitions_set = sz->partitions > 0;
+    pop_size(sz, a->cfg->default_batch, POP_MAX_BATCH, POP_MAX_PARTITIONS);
+    pa->batch = sz->batch;
+    pa->max_partitions = sz->partitions;
     int64_t timeout = query_int(r, "timeout", a->cfg->default_timeout_ms, 0, 3600000, &ok);
     if (!ok) {
         http_respond_error(r, 400, "timeout must be an integer number of milliseconds between 0 and 3600000");
@@ -671,6 +742,8 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
         http_respond_error(r, 400, "wait and autoAck must be true or false");
         return;
     }
+    if (conflation && conflation_refused_or_respond(c, g && *g))
+        return;
     const char *mode = http_query(r, "subscriptionMode");
     if ((!mode || !*mode) && (a->cfg->default_subscription_mode == 1 || a->cfg->default_subscription_mode == 2))
         mode = "new";

@@ -1,9 +1,13 @@
-/* api_read.c — the lease-free reads: POST /api/v1/fetch and POST /api/v1/partitions/changed.
- * Bodies are documented in docs/http-api.md. */
+/* api_read.c — the lease-free reads in the 2.x shape: POST /api/v1/fetch (records of partitions
+ * by offset) and POST /api/v1/partitions/changed (partition discovery with safeTime). Both take
+ * many entries and answer exactly one result per entry, in order. Bodies and limits are in
+ * docs/http-api.md; the SQL and decoders are storage/logread.c's. */
 #include <stdio.h>
 #include <string.h>
 
 #include "app.h"
+#include "core/log.h"
+#include "core/timeutil.h"
 #include "core/util.h"
 #include "storage/logread.h"
 
@@ -13,52 +17,43 @@ typedef struct read_ctx {
     fetch_args fa;
     changed_args ca;
     http_req *http;
-    buf out;
-    int first;
+    buf out;     /* the entries' JSON, built while decoding */
+    int first;   /* no record (fetch) / partition (changed) written yet in the current entry */
+    int64_t safe_min;
+    int have_safe;
 } read_ctx;
 
-static int on_fetch_record(void *arg, const fetch_partition *p, const record_view *v, int64_t ts)
+/* ---- POST /api/v1/fetch ------------------------------------------------------------------- */
+
+static void fetch_begin(void *arg, const fetch_result *e)
 {
+    read_ctx *c = arg;
+    if (e->index)
+        buf_putc(&c->out, ',');
+    buf_puts(&c->out, "{\"records\":[");
+    c->first = 1;
+}
+
+static int fetch_record(void *arg, const fetch_result *e, const record_view *v, int64_t ts)
+{
+    (void)e;
     read_ctx *c = arg;
     if (!c->first)
         buf_putc(&c->out, ',');
     c->first = 0;
-    fetch_record_json(&c->out, p, v, ts);
+    fetch_record_json(&c->out, v, ts);
     return 0;
 }
 
-typedef struct part_list {
-    buf b;
-    int n;
-} part_list;
-
-static void on_fetch_partition(void *arg, const fetch_partition *p)
+static void fetch_end(void *arg, const fetch_result *e)
 {
-    part_list *pl = arg;
-    char u[37];
-    format_uuid_text(p->uuid, u);
-    if (pl->n++)
-        buf_putc(&pl->b, ',');
-    buf_puts(&pl->b, "{\"partition\":");
-    jw_string(&pl->b, p->name, p->name_len);
-    buf_printf(&pl->b, ",\"partitionId\":\"%s\",\"fromOffset\":%lld,\"nextOffset\":%lld,\"startOffset\":%lld,"
-                       "\"endOffset\":%lld,\"records\":%u}",
-               u, (long long)p->from, (long long)p->next_offset, (long long)p->start_offset, (long long)p->end_offset,
-               p->delivered);
-}
-
-typedef struct both {
-    read_ctx *c;
-    part_list pl;
-} both;
-
-static int both_record(void *arg, const fetch_partition *p, const record_view *v, int64_t ts)
-{
-    return on_fetch_record(((both *)arg)->c, p, v, ts);
-}
-static void both_partition(void *arg, const fetch_partition *p)
-{
-    on_fetch_partition(&((both *)arg)->pl, p);
+    read_ctx *c = arg;
+    buf_printf(&c->out, "],\"highWatermark\":%lld,\"logStartOffset\":%lld", (long long)e->high_watermark,
+               (long long)e->log_start);
+    const char *err = fetch_error_name(e->error);
+    if (err)
+        buf_printf(&c->out, ",\"error\":\"%s\"", err);
+    buf_putc(&c->out, '}');
 }
 
 static void on_fetched(db_req *d)
@@ -72,30 +67,38 @@ static void on_fetched(db_req *d)
         return;
     }
     buf_init(&c->out, 0);
-    buf_puts(&c->out, "{\"queue\":");
-    jw_cstr(&c->out, c->fa.queue);
-    buf_puts(&c->out, ",\"records\":[");
-    c->first = 1;
-    both bb = {.c = c};
-    buf_init(&bb.pl.b, 0);
+    buf_puts(&c->out, "{\"entries\":[");
+    static const fetch_callbacks cb = {fetch_begin, fetch_record, fetch_end};
     fetch_summary sum;
-    enum fetch_result fr = fetch_decode(d->res[0], &c->fa, both_record, both_partition, &bb, &sum);
+    int rc = fetch_decode(d->res[0], &c->fa, &cb, c, &sum);
     db_req_clear(d);
-    if (fr == FETCH_NO_QUEUE) {
-        http_respond_error(r, 404, "queue not found: %s", c->fa.queue);
-    } else if (fr == FETCH_NO_PARTITION) {
-        http_respond_error(r, 404, "partition not found: %s", c->fa.partition);
-    } else if (fr == FETCH_CORRUPT) {
-        http_respond_error(r, 500, "a stored segment of queue %s could not be decoded", c->fa.queue);
+    if (rc < 0) {
+        log_error("http", "fetch: a stored segment could not be decoded");
+        http_respond_error_code(r, 500, "corrupt_segment", "a stored segment could not be decoded");
     } else {
-        buf_puts(&c->out, "],\"partitions\":[");
-        if (bb.pl.b.len)
-            buf_append(&c->out, bb.pl.b.data, bb.pl.b.len);
-        buf_printf(&c->out, "],\"more\":%s}", sum.more ? "true" : "false");
+        buf_puts(&c->out, "]}");
         http_respond_json(r, 200, &c->out);
     }
-    buf_free(&bb.pl.b);
     buf_free(&c->out);
+}
+
+/* Parses a body with `parse` (readreq.h); on failure answers 400 and returns -1. */
+static int parse_or_respond(http_req *r, json_doc *d, int rc, const char *code, const char *err)
+{
+    json_doc_free(d);
+    if (rc == 0)
+        return 0;
+    http_respond_error_code(r, 400, code, "%s", err);
+    return -1;
+}
+
+static void respond_text(http_req *r, const char *json)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, json);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
 }
 
 void api_fetch(http_req *r)
@@ -107,54 +110,17 @@ void api_fetch(http_req *r)
     read_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    fetch_args *fa = &c->fa;
-    memcpy(fa->tenant, r->tenant, 16);
-    fa->max_records = 1000;
-    fa->max_bytes = 1 << 20;
-    size_t len;
-    const char *err = NULL;
-    char msg[128];
-    int rc;
-    if ((rc = api_str_field(r, &d, 0, "queue", &fa->queue, &len)) <= 0 || len == 0)
-        err = api_str_field_msg(rc, "queue", "queue is required (a non-empty string)", msg, sizeof msg);
-    else if ((rc = api_str_field(r, &d, 0, "partition", &fa->partition, &len)) < 0)
-        err = api_str_field_msg(rc, "partition", "partition must be a string", msg, sizeof msg);
-    else if (api_int_field(&d, 0, "fromOffset", 0, INT64_MAX, &fa->from_offset) < 0)
-        err = "fromOffset must be an integer >= 0";
-    else if (api_int_field(&d, 0, "maxRecords", 1, FETCH_MAX_RECORDS_LIMIT, &fa->max_records) < 0)
-        err = "maxRecords must be an integer between 1 and 100000";
-    else if (api_int_field(&d, 0, "maxBytes", 1, FETCH_MAX_BYTES_LIMIT, &fa->max_bytes) < 0)
-        err = "maxBytes must be an integer between 1 and 67108864";
-    else if (api_int_field(&d, 0, "maxTs", 1, INT64_MAX, &fa->max_ts) < 0)
-        err = "maxTs must be a positive integer (microseconds since the epoch)";
-    if (!err) {
-        int o = json_get(&d, 0, "offsets");
-        if (o >= 0 && json_type_of(&d, o) != JSON_NULL) {
-            if (json_type_of(&d, o) != JSON_OBJECT) {
-                err = "offsets must be an object of partition name to offset";
-            } else {
-                uint32_t n = d.toks[o].count;
-                fa->names = arena_alloc(&r->ar, (n + 1) * sizeof *fa->names);
-                int64_t *offs = arena_alloc(&r->ar, (n + 1) * sizeof *offs);
-                fa->offsets = offs;
-                int k = json_first(&d, o);
-                for (uint32_t m = 0; m < n && !err; m++, k = json_next(&d, k + 1)) {
-                    size_t nl;
-                    if (api_json_text(r, &d, k, &fa->names[m], &nl) == API_STR_NUL)
-                        err = "offsets: a partition name must not hold a NUL character (\\u0000)";
-                    else if (json_int64(&d, k + 1, &offs[m]) < 0 || offs[m] < 0)
-                        err = "offsets values must be integers >= 0";
-                }
-                fa->noffsets = n;
-            }
-        }
-    }
-    json_doc_free(&d);
-    if (err) {
-        http_respond_error(r, 400, "%s", err);
+    memcpy(c->fa.tenant, r->tenant, 16);
+    const char *code = NULL;
+    char err[300];
+    int rc = fetch_parse_request(&d, &r->ar, &c->fa, &code, err, sizeof err);
+    if (parse_or_respond(r, &d, rc, code, err) < 0)
+        return;
+    if (c->fa.n == 0) {
+        respond_text(r, "{\"entries\":[]}");
         return;
     }
-    fetch_params(fa, &c->sp);
+    fetch_params(&c->fa, &c->sp);
     c->dbr.nstmt = 1;
     c->dbr.stmt[0] = (db_stmt){FETCH_SQL, c->sp.n, c->sp.values, c->sp.lengths, c->sp.formats, 1};
     c->dbr.done = on_fetched;
@@ -166,21 +132,48 @@ void api_fetch(http_req *r)
     }
 }
 
-static void on_changed_row(void *arg, const changed_row *row)
+/* ---- POST /api/v1/partitions/changed ------------------------------------------------------ */
+
+static void changed_begin(void *arg, const changed_result *e)
 {
     read_ctx *c = arg;
-    char u[37];
+    if (e->index)
+        buf_putc(&c->out, ',');
+    buf_puts(&c->out, "{\"partitions\":[");
+    c->first = 1;
+    if (e->known && (!c->have_safe || e->safe_time < c->safe_min)) {
+        c->safe_min = e->safe_time;
+        c->have_safe = 1;
+    }
+}
+
+static void changed_row_json(void *arg, const changed_result *e, const changed_row *row)
+{
+    (void)e;
+    read_ctx *c = arg;
+    char u[37], iso[32];
     format_uuid_text(row->uuid, u);
+    format_iso_us(row->last_ts, iso);
     if (!c->first)
         buf_putc(&c->out, ',');
     c->first = 0;
-    buf_puts(&c->out, "{\"partition\":");
+    buf_puts(&c->out, "{\"name\":");
     jw_string(&c->out, row->name, row->name_len);
-    buf_printf(&c->out, ",\"partitionId\":\"%s\",\"startOffset\":%lld,\"lastOffset\":%lld,\"endOffset\":%lld,"
-                        "\"lastTs\":%lld}",
-               u, (long long)row->start_offset, (long long)row->end_offset - 1, (long long)row->end_offset,
-               (long long)row->last_ts);
-    c->ca.after = arena_strndup(&c->http->ar, row->name, row->name_len);
+    buf_printf(&c->out, ",\"id\":\"%s\",\"lastOffset\":%lld,\"logStart\":%lld,\"lastWriteAt\":\"%s\"}", u,
+               (long long)row->end_offset - 1, (long long)row->start_offset, iso);
+}
+
+static void changed_end(void *arg, const changed_result *e)
+{
+    read_ctx *c = arg;
+    buf_puts(&c->out, "],\"next\":");
+    if (e->has_next)
+        buf_printf(&c->out, "\"%lld\"", (long long)e->next_after);
+    else
+        buf_puts(&c->out, "null");
+    if (!e->known)
+        buf_puts(&c->out, ",\"error\":\"UNKNOWN_TOPIC_OR_PARTITION\"");
+    buf_putc(&c->out, '}');
 }
 
 static void on_changed(db_req *d)
@@ -188,37 +181,37 @@ static void on_changed(db_req *d)
     read_ctx *c = d->arg;
     http_req *r = c->http;
     sql_params_free(&c->sp);
+    /* statement 0 is the tick: a failed tick (a clock row busy) only leaves safeTime older */
     if (!d->res[1] || (d->err != DB_OK && d->failed_stmt != 0)) {
         api_respond_db_error(r, d);
         db_req_clear(d);
         return;
     }
     buf_init(&c->out, 0);
-    c->first = 1;
-    int64_t safe = 0;
-    int more = 0;
-    buf_puts(&c->out, "{\"partitions\":[");
-    c->ca.after = NULL;
-    int rc = changed_decode(d->res[1], c->ca.limit, &safe, on_changed_row, c, &more);
+    static const changed_callbacks cb = {changed_begin, changed_row_json, changed_end};
+    int rc = changed_decode(d->res[1], &c->ca, &cb, c);
     db_req_clear(d);
     if (rc < 0) {
         buf_free(&c->out);
-        http_respond_error(r, 404, "queue not found: %s", c->ca.queue);
+        log_error("http", "partitions/changed: the answer did not have a row for every entry");
+        http_respond_error_code(r, 500, "database_error", "partitions/changed: the database answered short");
         return;
     }
-    /* the list was built first; the answer puts queue, since and safeTime before it */
+    /* every safeTime is spelled at the same width, so the 2.x client's string minimum over
+     * pages is the earliest */
     buf final;
     buf_init(&final, 0);
-    buf_puts(&final, "{\"queue\":");
-    jw_cstr(&final, c->ca.queue);
-    buf_printf(&final, ",\"since\":%lld,\"safeTime\":%lld,", (long long)c->ca.since, (long long)safe);
-    buf_append(&final, c->out.data + 1, c->out.len - 1);
-    buf_printf(&final, "],\"more\":%s,\"after\":", more ? "true" : "false");
-    if (c->ca.after)
-        jw_cstr(&final, c->ca.after);
-    else
+    buf_puts(&final, "{\"safeTime\":");
+    if (c->have_safe) {
+        char iso[32];
+        format_iso_us(c->safe_min, iso);
+        buf_printf(&final, "\"%s\"", iso);
+    } else {
         buf_puts(&final, "null");
-    buf_putc(&final, '}');
+    }
+    buf_puts(&final, ",\"entries\":[");
+    buf_append(&final, c->out.data, c->out.len);
+    buf_puts(&final, "]}");
     http_respond_json(r, 200, &final);
     buf_free(&final);
     buf_free(&c->out);
@@ -233,35 +226,22 @@ void api_partitions_changed(http_req *r)
     read_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    changed_args *ca = &c->ca;
-    memcpy(ca->tenant, r->tenant, 16);
-    ca->limit = 1000;
-    ca->after = "";
-    size_t len;
-    const char *err = NULL;
-    char msg[128];
-    int rc;
-    if ((rc = api_str_field(r, &d, 0, "queue", &ca->queue, &len)) <= 0 || len == 0)
-        err = api_str_field_msg(rc, "queue", "queue is required (a non-empty string)", msg, sizeof msg);
-    else if (api_int_field(&d, 0, "since", 0, INT64_MAX, &ca->since) < 0)
-        err = "since must be an integer >= 0 (microseconds since the epoch)";
-    else if ((rc = api_str_field(r, &d, 0, "after", &ca->after, &len)) < 0)
-        err = api_str_field_msg(rc, "after", "after must be a string (a partition name)", msg, sizeof msg);
-    else if (api_int_field(&d, 0, "limit", 1, CHANGED_LIMIT_MAX, &ca->limit) < 0)
-        err = "limit must be an integer between 1 and 10000";
-    json_doc_free(&d);
-    if (err) {
-        http_respond_error(r, 400, "%s", err);
+    memcpy(c->ca.tenant, r->tenant, 16);
+    const char *code = NULL;
+    char err[300];
+    int rc = changed_parse_request(&d, &r->ar, &c->ca, &code, err, sizeof err);
+    if (parse_or_respond(r, &d, rc, code, err) < 0)
+        return;
+    if (c->ca.n == 0) {
+        respond_text(r, "{\"safeTime\":null,\"entries\":[]}");
         return;
     }
-    if (!ca->after)
-        ca->after = "";
-    /* statement 0 ticks the queue clock (its own transaction); statement 1 reads clock and
-     * partitions in one snapshot */
-    changed_params(ca, &c->sp);
-    /* the tick's parameters are the first two of the changed query's: reuse them */
+    /* statement 0 ticks the clocks of the queues named (its own transaction); statement 1
+     * reads clocks and partitions in one snapshot. The tick's parameters are the first two of
+     * the read's. */
+    changed_params(&c->ca, &c->sp);
     c->dbr.nstmt = 2;
-    c->dbr.stmt[0] = (db_stmt){TICK_QUEUE_SQL, 2, c->sp.values, c->sp.lengths, c->sp.formats, 1};
+    c->dbr.stmt[0] = (db_stmt){TICK_QUEUES_SQL, 2, c->sp.values, c->sp.lengths, c->sp.formats, 1};
     c->dbr.stmt[1] = (db_stmt){CHANGED_SQL, c->sp.n, c->sp.values, c->sp.lengths, c->sp.formats, 1};
     c->dbr.done = on_changed;
     c->dbr.arg = c;

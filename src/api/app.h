@@ -105,6 +105,7 @@ void api_resources_partition_delete(http_req *r);
 void api_resources_namespaces(http_req *r);
 void api_resources_tasks(http_req *r);
 void api_status_queues(http_req *r);
+void api_stats_refresh(http_req *r);
 void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);

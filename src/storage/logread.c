@@ -1,11 +1,13 @@
-/* logread.c — fetch, partitions changed, safeTime: SQL and decoding. */
+/* logread.c — fetch, partitions changed, safeTime: SQL and decoding (see logread.h). */
 #include "logread.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "db/pg.h"
 #include "json/json.h"
 #include "payload.h"
 
@@ -18,16 +20,8 @@ void format_uuid_text(const uint8_t b[16], char out[37])
 
 void sql_params_free(sql_params *p)
 {
-    pgarray_free(&p->arr[0]);
-    pgarray_free(&p->arr[1]);
-}
-
-static void p_text(sql_params *p, const char *s)
-{
-    int i = p->n++;
-    p->values[i] = s;
-    p->lengths[i] = 0;
-    p->formats[i] = 0;
+    for (int k = 0; k < SQL_MAX_ARRAYS; k++)
+        pgarray_free(&p->arr[k]);
 }
 
 static void p_i64(sql_params *p, int64_t v)
@@ -57,55 +51,63 @@ static void p_array(sql_params *p, pgarray *a)
     p->formats[i] = 1;
 }
 
-/* One row per (partition, segment) in partition-name then offset order. Segments whose
- * predecessors already fill the record or byte budget are cut; the first one cut comes back
- * without its data (within = false), which is how the reader knows the answer was limited.
- * A partition with nothing to read still has one row (NULL segment); a queue without the
- * named partition has one all-NULL row; an unknown queue has none. */
-/* the columns, in order */
-enum fetch_col { F_NAME, F_PID, F_PUUID, F_START, F_NEXT, F_BASE, F_TS, F_COUNT, F_DATA, F_FROM, F_WITHIN };
+/* One row per (entry, segment), in entry then offset order. The segments of an entry start at
+ * the one holding its offset, at most $7 of them; a window function marks those whose
+ * predecessors already spend the entry's budget ($5) or the call's ($6), and those come back
+ * without their data, so the detoasting stops there. Every entry has at least one row: an
+ * unknown queue or partition has a NULL partition, an offset outside [start, next) or an
+ * entry with nothing to read a NULL segment. */
 const char FETCH_SQL[] =
-    "SELECT y.name, y.pid, y.puuid, y.start_offset, y.next_offset, y.base_offset, y.ts, y.record_count, "
-    "CASE WHEN y.within THEN y.data END, y.from_off, y.within "
-    "FROM (SELECT x.*, lag(x.within) OVER (ORDER BY x.name, x.last_offset) AS prev_within "
-    " FROM (SELECT p.name, p.id AS pid, p.uuid AS puuid, p.start_offset, p.next_offset, o.from_off, "
-    "   s.base_offset, s.ts, s.record_count, s.data, s.last_offset, "
-    "   coalesce(sum(s.payload_bytes) OVER w - s.payload_bytes < $7::int8 "
-    "        AND sum(s.record_count) OVER w - s.record_count < $8::int8, true) AS within "
-    "  FROM queen.queues q "
-    "  LEFT JOIN queen.partitions p ON p.queue_id = q.id AND ($3::text IS NULL OR p.name = $3) "
-    "  LEFT JOIN LATERAL (SELECT coalesce((SELECT o.off FROM unnest($9::text[], $10::int8[]) AS o(n, off) "
-    "    WHERE o.n = p.name LIMIT 1), $4::int8) AS from_off) o ON true "
-    "  LEFT JOIN LATERAL (SELECT s.* FROM queen.segments s WHERE s.partition_id = p.id "
-    "    AND s.last_offset >= o.from_off AND ($6::int8 IS NULL OR s.ts < $6::int8) "
-    "    ORDER BY s.last_offset LIMIT $5::int8) s ON true "
-    "  WHERE q.tenant_id = $1::uuid AND q.name = $2::text "
-    "  WINDOW w AS (ORDER BY p.name, s.last_offset)) x) y "
-    "WHERE y.base_offset IS NULL OR y.within OR y.prev_within "
-    "ORDER BY y.name, y.last_offset";
+    "SELECT y.ord, y.pid, y.puuid, y.start_offset, y.next_offset, y.base_offset, y.ts, y.record_count, "
+    "CASE WHEN y.within THEN y.data END "
+    "FROM (SELECT x.*, row_number() OVER (PARTITION BY x.ord ORDER BY x.last_offset) AS rn, "
+    "   coalesce(sum(x.payload_bytes) OVER (PARTITION BY x.ord ORDER BY x.last_offset) - x.payload_bytes < x.maxb "
+    "        AND sum(x.payload_bytes) OVER (ORDER BY x.ord, x.last_offset) - x.payload_bytes < $6::int8, false) "
+    "     AS within "
+    " FROM (SELECT e.ord, e.maxb, p.id AS pid, p.uuid AS puuid, p.start_offset, p.next_offset, "
+    "   s.base_offset, s.last_offset, s.ts, s.record_count, s.payload_bytes, s.data "
+    "  FROM unnest($2::text[], $3::text[], $4::int8[], $5::int8[]) WITH ORDINALITY AS e(queue, part, off, maxb, ord) "
+    "  LEFT JOIN queen.queues q ON q.tenant_id = $1::uuid AND q.name = e.queue "
+    "  LEFT JOIN queen.partitions p ON p.queue_id = q.id AND p.name = e.part "
+    "  LEFT JOIN LATERAL (SELECT s.base_offset, s.last_offset, s.ts, s.record_count, s.payload_bytes, s.data "
+    "    FROM queen.segments s WHERE s.partition_id = p.id AND s.last_offset >= e.off "
+    "      AND e.off >= p.start_offset AND e.off < p.next_offset "
+    "    ORDER BY s.last_offset LIMIT $7::int8) s ON true) x) y "
+    "WHERE y.rn = 1 OR y.within "
+    "ORDER BY y.ord, y.last_offset";
 
 void fetch_params(const fetch_args *a, sql_params *p)
 {
     memset(p, 0, sizeof *p);
     p_uuid(p, a->tenant);
-    p_text(p, a->queue);
-    p_text(p, a->partition);
-    p_i64(p, a->from_offset);
-    p_i64(p, a->max_records + 1); /* one more segment than records: enough to see a cut */
-    if (a->max_ts > 0)
-        p_i64(p, a->max_ts);
-    else
-        p_text(p, NULL);
-    p_i64(p, a->max_bytes);
-    p_i64(p, a->max_records);
     pgarray_begin(&p->arr[0], OID_TEXT);
-    pgarray_begin(&p->arr[1], OID_INT8);
-    for (uint32_t i = 0; i < a->noffsets; i++) {
-        pgarray_add(&p->arr[0], a->names[i], strlen(a->names[i]));
-        pgarray_add_i64(&p->arr[1], a->offsets[i]);
+    pgarray_begin(&p->arr[1], OID_TEXT);
+    pgarray_begin(&p->arr[2], OID_INT8);
+    pgarray_begin(&p->arr[3], OID_INT8);
+    for (uint32_t i = 0; i < a->n; i++) {
+        const fetch_entry *e = &a->entries[i];
+        pgarray_add(&p->arr[0], e->queue, strlen(e->queue));
+        pgarray_add(&p->arr[1], e->partition, strlen(e->partition));
+        pgarray_add_i64(&p->arr[2], e->offset);
+        pgarray_add_i64(&p->arr[3], e->max_bytes);
     }
-    p_array(p, &p->arr[0]);
-    p_array(p, &p->arr[1]);
+    for (int k = 0; k < 4; k++)
+        p_array(p, &p->arr[k]);
+    p_i64(p, a->max_bytes);
+    int64_t per = a->n ? FETCH_CALL_SEGMENTS / (int64_t)a->n : FETCH_CALL_SEGMENTS;
+    p_i64(p, per < FETCH_MIN_SEGMENTS_PER_ENTRY ? FETCH_MIN_SEGMENTS_PER_ENTRY : per);
+}
+
+const char *fetch_error_name(enum fetch_error e)
+{
+    switch (e) {
+    case FETCH_UNKNOWN_TOPIC_OR_PARTITION:
+        return "UNKNOWN_TOPIC_OR_PARTITION";
+    case FETCH_OFFSET_OUT_OF_RANGE:
+        return "OFFSET_OUT_OF_RANGE";
+    default:
+        return NULL;
+    }
 }
 
 static int64_t text_i64(const PGresult *r, int row, int col)
@@ -113,98 +115,111 @@ static int64_t text_i64(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? 0 : (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
 }
 
-enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_fn on_record,
-                               fetch_partition_fn on_partition, void *arg, fetch_summary *sum)
+/* Starts entry `index` from its first row. */
+static void entry_begin(fetch_result *e, uint32_t index, const fetch_entry *fe, const PGresult *res, int row)
+{
+    memset(e, 0, sizeof *e);
+    e->index = index;
+    e->next_offset = fe->offset;
+    if (PQgetisnull(res, row, 1)) {
+        e->error = FETCH_UNKNOWN_TOPIC_OR_PARTITION;
+        return;
+    }
+    e->id = (uint64_t)text_i64(res, row, 1);
+    e->uuid = (const uint8_t *)PQgetvalue(res, row, 2);
+    e->log_start = text_i64(res, row, 3);
+    e->high_watermark = text_i64(res, row, 4);
+    if (fe->offset < e->log_start || fe->offset > e->high_watermark)
+        e->error = FETCH_OFFSET_OUT_OF_RANGE;
+}
+
+int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, void *arg, fetch_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
     int rows = PQntuples(res);
-    if (rows == 0)
-        return FETCH_NO_QUEUE;
-    if (PQgetisnull(res, 0, F_NAME)) {
-        /* the queue exists, the partition does not (or the queue has none) */
-        return a->partition ? FETCH_NO_PARTITION : FETCH_OK;
-    }
-    fetch_partition cur;
-    int have = 0, stopped = 0;
-    for (int i = 0; i < rows; i++) {
-        const char *name = PQgetvalue(res, i, F_NAME);
-        size_t nlen = (size_t)PQgetlength(res, i, F_NAME);
-        if (!have || cur.name_len != nlen || memcmp(cur.name, name, nlen) != 0) {
-            if (have && on_partition)
-                on_partition(arg, &cur);
-            memset(&cur, 0, sizeof cur);
-            cur.name = name;
-            cur.name_len = nlen;
-            cur.id = (uint64_t)text_i64(res, i, F_PID);
-            cur.uuid = (const uint8_t *)PQgetvalue(res, i, F_PUUID);
-            cur.start_offset = text_i64(res, i, F_START);
-            cur.end_offset = text_i64(res, i, F_NEXT);
-            cur.from = text_i64(res, i, F_FROM);
-            cur.next_offset = cur.from;
-            have = 1;
+    int row = 0, stopped = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const fetch_entry *fe = &a->entries[i];
+        fetch_result e;
+        /* the rows of entry i (ord is 1-based); a missing entry reads as an unknown partition */
+        int first = row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1 ? row : -1;
+        if (first < 0) {
+            memset(&e, 0, sizeof e);
+            e.index = i;
+            e.next_offset = fe->offset;
+            e.error = FETCH_UNKNOWN_TOPIC_OR_PARTITION;
+        } else {
+            entry_begin(&e, i, fe, res, first);
         }
-        if (PQgetisnull(res, i, F_BASE) || stopped)
-            continue;
-        if (PQgetisnull(res, i, F_DATA)) {
-            /* the first segment past the budget: the answer was cut here */
-            sum->more = 1;
-            stopped = 1;
-            continue;
-        }
-        int64_t base = text_i64(res, i, F_BASE);
-        int64_t ts = text_i64(res, i, F_TS);
-        uint32_t count = PQgetisnull(res, i, F_COUNT) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, i, F_COUNT));
-        seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, F_DATA), (size_t)PQgetlength(res, i, F_DATA),
-                            (uint64_t)base, count) < 0)
-            return FETCH_CORRUPT;
-        record_view v;
-        int rc;
-        while ((rc = seg_reader_next(&sr, &v)) == 1) {
-            if ((int64_t)v.offset < cur.from)
+        if (cb->begin)
+            cb->begin(arg, &e);
+        int entry_done = stopped || e.error != FETCH_ENTRY_OK;
+        for (; row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1; row++) {
+            if (entry_done || PQgetisnull(res, row, 5))
                 continue;
-            if (v.flags & REC_DELETED) {
-                cur.next_offset = (int64_t)v.offset + 1;
+            if (PQgetisnull(res, row, 8)) {
+                /* past a budget (the statement's view of it): nothing more for this entry */
+                entry_done = 1;
                 continue;
             }
-            if (sum->records >= (uint64_t)a->max_records ||
-                (sum->records > 0 && sum->bytes + v.payload_len > (uint64_t)a->max_bytes)) {
-                stopped = 1;
-                sum->more = 1;
-                break;
+            int64_t base = text_i64(res, row, 5);
+            int64_t ts = text_i64(res, row, 6);
+            uint32_t count = PQgetisnull(res, row, 7) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, row, 7));
+            seg_reader sr;
+            if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, row, 8), (size_t)PQgetlength(res, row, 8),
+                                (uint64_t)base, count) < 0)
+                return -1;
+            record_view v;
+            int rc;
+            while ((rc = seg_reader_next(&sr, &v)) == 1) {
+                if ((int64_t)v.offset < fe->offset)
+                    continue;
+                if ((int64_t)v.offset >= e.high_watermark)
+                    break;
+                if (v.flags & REC_DELETED)
+                    continue;
+                /* the first record of the call always goes: a reader must make progress */
+                if (sum->records > 0 &&
+                    (sum->records >= (uint64_t)a->max_records || sum->bytes + v.payload_len > (uint64_t)a->max_bytes ||
+                     e.bytes + v.payload_len > (uint64_t)fe->max_bytes)) {
+                    entry_done = 1;
+                    /* a record that does not fit the call stops every later entry too */
+                    if (sum->records >= (uint64_t)a->max_records || sum->bytes + v.payload_len > (uint64_t)a->max_bytes)
+                        stopped = 1;
+                    break;
+                }
+                sum->records++;
+                sum->bytes += v.payload_len;
+                e.delivered++;
+                e.bytes += v.payload_len;
+                e.next_offset = (int64_t)v.offset + 1;
+                if (cb->record && cb->record(arg, &e, &v, ts)) {
+                    entry_done = stopped = 1;
+                    break;
+                }
             }
-            sum->records++;
-            sum->bytes += v.payload_len;
-            cur.delivered++;
-            cur.next_offset = (int64_t)v.offset + 1;
-            if (on_record && on_record(arg, &cur, &v, ts)) {
-                stopped = 1;
-                break;
-            }
+            if (rc < 0)
+                return -1;
         }
-        if (rc < 0)
-            return FETCH_CORRUPT;
+        if (cb->end)
+            cb->end(arg, &e);
     }
-    if (have && on_partition)
-        on_partition(arg, &cur);
-    return FETCH_OK;
+    return 0;
 }
 
-void fetch_record_json(buf *b, const fetch_partition *p, const record_view *v, int64_t ts)
+void fetch_record_json(buf *b, const record_view *v, int64_t ts)
 {
-    buf_puts(b, "{\"partition\":");
-    jw_string(b, p->name, p->name_len);
-    buf_puts(b, ",\"offset\":");
+    buf_puts(b, "{\"offset\":");
     buf_put_u64(b, v->offset);
     buf_puts(b, ",\"transactionId\":");
     char txn[512];
     size_t tl = record_txn_text(v, txn, sizeof txn);
     jw_string(b, txn, tl);
-    buf_puts(b, ",\"ts\":");
-    buf_put_i64(b, ts);
     buf_puts(b, ",\"payload\":");
     record_payload_json(b, v); /* the plaintext, or null and payloadError */
-    buf_puts(b, ",\"traceId\":");
+    char iso[32];
+    format_iso_us(ts, iso);
+    buf_printf(b, ",\"ts\":\"%s\",\"traceId\":", iso);
     if (v->trace) {
         char t[37];
         format_uuid_text(v->trace, t);
@@ -220,61 +235,84 @@ void fetch_record_json(buf *b, const fetch_partition *p, const record_view *v, i
     buf_putc(b, '}');
 }
 
-const char TICK_QUEUE_SQL[] =
-    "SELECT queen.tick_v1(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid AND name = $2::text), "
+const char TICK_QUEUES_SQL[] =
+    "SELECT queen.tick_v1(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid AND name = ANY($2::text[])), "
     "200000)";
 
-void tick_queue_params(const uint8_t tenant[16], const char *queue, sql_params *p)
-{
-    memset(p, 0, sizeof *p);
-    p_uuid(p, tenant);
-    p_text(p, queue);
-}
-
-/* The clock and the partitions are read by one statement, so from one snapshot: every record
- * that commits after it is stamped above the safeTime returned, and a partition it changes
- * will have last_ts above that safeTime. */
-enum changed_col { CH_QID, CH_SAFE_TIME, CH_NAME, CH_UUID, CH_START, CH_NEXT, CH_LAST_TS };
+/* The clocks and the partitions of every entry are read by one statement, so from one
+ * snapshot: every record that commits after it is stamped above each safeTime returned, and a
+ * partition it changes will have last_ts above that safeTime. Pages follow creation order (the
+ * cursor is the last partition id of a page), so partitions created while a reader pages come
+ * on a later page of the same pass. */
 const char CHANGED_SQL[] =
-    "SELECT q.id, c.last_ts, p.name, p.uuid, p.start_offset, p.next_offset, p.last_ts "
-    "FROM queen.queues q JOIN queen.queue_clocks c ON c.queue_id = q.id "
-    "LEFT JOIN LATERAL (SELECT x.name, x.uuid, x.start_offset, x.next_offset, x.last_ts FROM queen.partitions x "
-    "  WHERE x.queue_id = q.id AND x.last_ts > $3::int8 AND x.name > $4::text ORDER BY x.name LIMIT $5::int8) p "
-    "ON true WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name";
+    "SELECT e.ord, q.id, c.last_ts, p.id, p.name, p.uuid, p.start_offset, p.next_offset, p.last_ts "
+    "FROM unnest($2::text[], $3::int8[], $4::int8[], $5::int8[]) WITH ORDINALITY AS e(queue, since, after, lim, ord) "
+    "LEFT JOIN queen.queues q ON q.tenant_id = $1::uuid AND q.name = e.queue "
+    "LEFT JOIN queen.queue_clocks c ON c.queue_id = q.id "
+    "LEFT JOIN LATERAL (SELECT x.id, x.name, x.uuid, x.start_offset, x.next_offset, x.last_ts FROM queen.partitions x "
+    "  WHERE x.queue_id = q.id AND x.id > e.after AND (e.since IS NULL OR x.last_ts >= e.since) "
+    "  ORDER BY x.id LIMIT e.lim + 1) p ON true "
+    "ORDER BY e.ord, p.id";
 
 void changed_params(const changed_args *a, sql_params *p)
 {
     memset(p, 0, sizeof *p);
     p_uuid(p, a->tenant);
-    p_text(p, a->queue);
-    p_i64(p, a->since);
-    p_text(p, a->after ? a->after : "");
-    p_i64(p, a->limit + 1);
+    pgarray_begin(&p->arr[0], OID_TEXT);
+    pgarray_begin(&p->arr[1], OID_INT8);
+    pgarray_begin(&p->arr[2], OID_INT8);
+    pgarray_begin(&p->arr[3], OID_INT8);
+    for (uint32_t i = 0; i < a->n; i++) {
+        const changed_entry *e = &a->entries[i];
+        pgarray_add(&p->arr[0], e->queue, strlen(e->queue));
+        if (e->has_since)
+            pgarray_add_i64(&p->arr[1], e->since);
+        else
+            pgarray_add_null(&p->arr[1]);
+        pgarray_add_i64(&p->arr[2], e->after);
+        pgarray_add_i64(&p->arr[3], e->limit);
+    }
+    for (int k = 0; k < 4; k++)
+        p_array(p, &p->arr[k]);
 }
 
-int changed_decode(PGresult *res, int64_t limit, int64_t *safe_time, void (*on_row)(void *, const changed_row *),
-                   void *arg, int *more)
+int changed_decode(PGresult *res, const changed_args *a, const changed_callbacks *cb, void *arg)
 {
     int rows = PQntuples(res);
-    *more = 0;
-    if (rows == 0)
-        return -1;
-    *safe_time = text_i64(res, 0, CH_SAFE_TIME);
-    for (int i = 0; i < rows; i++) {
-        if (PQgetisnull(res, i, CH_NAME))
-            continue;
-        if (i >= limit) {
-            *more = 1;
-            break;
+    int row = 0;
+    for (uint32_t i = 0; i < a->n; i++) {
+        if (row >= rows || db_get_i64(res, row, 0) != (int64_t)i + 1)
+            return -1;
+        changed_result e;
+        memset(&e, 0, sizeof e);
+        e.index = i;
+        e.known = !PQgetisnull(res, row, 1);
+        e.safe_time = text_i64(res, row, 2);
+        if (cb->begin)
+            cb->begin(arg, &e);
+        for (; row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1; row++) {
+            if (PQgetisnull(res, row, 3))
+                continue;
+            if (e.rows >= (uint32_t)a->entries[i].limit) {
+                /* the one row past the limit: the page is full and more follow */
+                e.has_next = 1;
+                continue;
+            }
+            changed_row r;
+            r.id = (uint64_t)text_i64(res, row, 3);
+            r.name = PQgetvalue(res, row, 4);
+            r.name_len = (size_t)PQgetlength(res, row, 4);
+            r.uuid = (const uint8_t *)PQgetvalue(res, row, 5);
+            r.start_offset = text_i64(res, row, 6);
+            r.end_offset = text_i64(res, row, 7);
+            r.last_ts = text_i64(res, row, 8);
+            e.rows++;
+            e.next_after = (int64_t)r.id;
+            if (cb->row)
+                cb->row(arg, &e, &r);
         }
-        changed_row r;
-        r.name = PQgetvalue(res, i, CH_NAME);
-        r.name_len = (size_t)PQgetlength(res, i, CH_NAME);
-        r.uuid = (const uint8_t *)PQgetvalue(res, i, CH_UUID);
-        r.start_offset = text_i64(res, i, CH_START);
-        r.end_offset = text_i64(res, i, CH_NEXT);
-        r.last_ts = text_i64(res, i, CH_LAST_TS);
-        on_row(arg, &r);
+        if (cb->end)
+            cb->end(arg, &e);
     }
     return 0;
 }

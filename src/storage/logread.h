@@ -1,9 +1,10 @@
 /* logread.h — lease-free reads of the log: fetch, partitions changed since a stamp, safeTime.
  *
  * Each read is a fixed SQL text plus parameters (built here) and a decoder for its result
- * (also here), so the HTTP handlers on the loop and in-process callers on their own threads
- * and connections (the S3 sink) run exactly the same query and decoding. Nothing here takes
- * a lease or moves a cursor. */
+ * (also here), so the HTTP handlers on the loop and any in-process caller on its own thread
+ * and connection run exactly the same query and decoding. Both take many entries (the 2.x
+ * wire: one per partition to read, one per queue to discover). Nothing here takes a lease or
+ * moves a cursor. */
 #ifndef QUEEN_STORAGE_LOGREAD_H
 #define QUEEN_STORAGE_LOGREAD_H
 
@@ -12,98 +13,109 @@
 
 #include "core/buf.h"
 #include "db/pgarray.h"
+#include "readreq.h"
 #include "record.h"
-
-#define FETCH_MAX_RECORDS_LIMIT 100000
-#define FETCH_MAX_BYTES_LIMIT (64 << 20)
-#define CHANGED_LIMIT_MAX 10000
-/* safeTime is refreshed (the queue clock ticked) when it is older than this */
-#define SAFE_TICK_MIN_AGE_US 200000
-
-typedef struct fetch_args {
-    uint8_t tenant[16];
-    const char *queue;
-    const char *partition;  /* NULL = every partition of the queue */
-    int64_t from_offset;    /* default start for every partition */
-    const char **names;     /* optional per-partition starts */
-    const int64_t *offsets;
-    uint32_t noffsets;
-    int64_t max_records;
-    int64_t max_bytes;
-    int64_t max_ts;         /* exclusive bound on record stamps; 0 = none */
-} fetch_args;
 
 /* Parameter storage for one query (values point into it). */
 #define SQL_MAX_PARAMS 16
+#define SQL_MAX_ARRAYS 4
 typedef struct sql_params {
     const char *values[SQL_MAX_PARAMS];
     int lengths[SQL_MAX_PARAMS];
     int formats[SQL_MAX_PARAMS];
     int n;
     char text[SQL_MAX_PARAMS][48];
-    pgarray arr[2];
+    pgarray arr[SQL_MAX_ARRAYS];
 } sql_params;
 
 void sql_params_free(sql_params *p);
 
+/* ---- fetch: records of partitions by offset ------------------------------------------------ */
+
 extern const char FETCH_SQL[];
+/* p->arr[0..3] hold the entry arrays: free with sql_params_free. */
 void fetch_params(const fetch_args *a, sql_params *p);
 
-typedef struct fetch_partition {
-    const char *name;
-    size_t name_len;
-    uint64_t id;
-    const uint8_t *uuid; /* 16 bytes */
-    int64_t start_offset;
-    int64_t end_offset;  /* next offset to be written */
-    int64_t from;        /* requested start */
-    int64_t next_offset; /* where to continue: last delivered + 1, or `from` */
+enum fetch_error {
+    FETCH_ENTRY_OK = 0,
+    FETCH_UNKNOWN_TOPIC_OR_PARTITION, /* no such queue, or no such partition in it */
+    FETCH_OFFSET_OUT_OF_RANGE,        /* offset below the log start or past the high watermark */
+};
+/* The wire spelling of an entry error (NULL for FETCH_ENTRY_OK). */
+const char *fetch_error_name(enum fetch_error e);
+
+/* What one entry read. Valid during the callbacks only (points into the result). */
+typedef struct fetch_result {
+    uint32_t index;          /* entry number, from 0 */
+    enum fetch_error error;
+    uint64_t id;             /* the partition (0 when unknown) */
+    const uint8_t *uuid;     /* 16 bytes, NULL when unknown */
+    int64_t log_start;       /* first offset still stored */
+    int64_t high_watermark;  /* the offset the next record will get */
+    int64_t next_offset;     /* last delivered + 1, or the entry's offset */
     uint32_t delivered;
-} fetch_partition;
+    uint64_t bytes;          /* payload bytes delivered */
+} fetch_result;
 
-/* Called per record in (partition, offset) order; return non-zero to stop. */
-typedef int (*fetch_record_fn)(void *arg, const fetch_partition *p, const record_view *v, int64_t ts);
-/* Called once per partition after its records (also when none were delivered). */
-typedef void (*fetch_partition_fn)(void *arg, const fetch_partition *p);
-
-enum fetch_result { FETCH_OK = 0, FETCH_NO_QUEUE, FETCH_NO_PARTITION, FETCH_CORRUPT };
+/* Called for every entry in order: begin, its records in offset order, end. A record callback
+ * returning non-zero stops the whole decode (as when the call's budget ran out). */
+typedef struct fetch_callbacks {
+    void (*begin)(void *arg, const fetch_result *e);
+    int (*record)(void *arg, const fetch_result *e, const record_view *v, int64_t ts);
+    void (*end)(void *arg, const fetch_result *e);
+} fetch_callbacks;
 
 typedef struct fetch_summary {
     uint64_t records;
     uint64_t bytes;
-    int more; /* the limits cut the answer: reading on from the nextOffsets returns more */
 } fetch_summary;
 
-enum fetch_result fetch_decode(PGresult *res, const fetch_args *a, fetch_record_fn on_record,
-                               fetch_partition_fn on_partition, void *arg, fetch_summary *sum);
+/* Decodes FETCH_SQL's result: the entries' records within their budgets and the call's. The
+ * first record of the first entry that has one is always delivered, whatever the budgets, so a
+ * reader always makes progress. Records deleted by DELETE /api/v1/messages are skipped (their
+ * offsets are gaps). Returns 0, or -1 when a stored segment cannot be decoded. */
+int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, void *arg, fetch_summary *sum);
 
-/* Writes one record as JSON: partition, offset, transactionId, ts, payload, traceId, producerSub. */
-void fetch_record_json(buf *b, const fetch_partition *p, const record_view *v, int64_t ts);
+/* Writes one record as JSON: offset, transactionId, payload, ts (ISO-8601, µs, Z), traceId,
+ * producerSub. */
+void fetch_record_json(buf *b, const record_view *v, int64_t ts);
 
-/* partitions changed since a stamp, with the queue's safeTime from the same snapshot */
-typedef struct changed_args {
-    uint8_t tenant[16];
-    const char *queue;
-    int64_t since;     /* exclusive */
-    const char *after; /* partition name cursor ("" = from the start) */
-    int64_t limit;
-} changed_args;
+/* ---- partitions changed since a stamp, with safeTime ---------------------------------------- */
 
-extern const char TICK_QUEUE_SQL[];
+/* Ticks the clocks of every queue the entries name (a statement of its own, committed before
+ * the read): safeTime keeps moving on an idle queue. Parameters: tenant, text[] of queues. */
+extern const char TICK_QUEUES_SQL[];
+/* Reads the clocks and the partitions of every entry in one statement, so from one snapshot. */
 extern const char CHANGED_SQL[];
-void tick_queue_params(const uint8_t tenant[16], const char *queue, sql_params *p);
+/* Parameters of CHANGED_SQL; the first two are TICK_QUEUES_SQL's. Free with sql_params_free. */
 void changed_params(const changed_args *a, sql_params *p);
 
 typedef struct changed_row {
     const char *name;
     size_t name_len;
+    uint64_t id;
     const uint8_t *uuid;
     int64_t start_offset, end_offset, last_ts;
 } changed_row;
 
-/* Returns 0, or -1 when the queue does not exist. */
-int changed_decode(PGresult *res, int64_t limit, int64_t *safe_time, void (*on_row)(void *, const changed_row *),
-                   void *arg, int *more);
+typedef struct changed_result {
+    uint32_t index;
+    int known;         /* the queue exists */
+    int64_t safe_time; /* the queue's, when known */
+    uint32_t rows;
+    int has_next;      /* the page was full: more partitions after next_after */
+    int64_t next_after;
+} changed_result;
+
+typedef struct changed_callbacks {
+    void (*begin)(void *arg, const changed_result *e);
+    void (*row)(void *arg, const changed_result *e, const changed_row *row);
+    void (*end)(void *arg, const changed_result *e);
+} changed_callbacks;
+
+/* Decodes CHANGED_SQL's result, entry by entry in order. Returns 0, or -1 when the result does
+ * not have a row for every entry. */
+int changed_decode(PGresult *res, const changed_args *a, const changed_callbacks *cb, void *arg);
 
 /* Per-queue summaries for /status: the queues of one tenant ($1), their clocks ticked first. */
 extern const char TICK_TENANT_SQL[];

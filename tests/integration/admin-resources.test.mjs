@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, post, rmrf, startQueen } from './harness.mjs';
+import { api, get, post, readQueue, rmrf, startQueen } from './harness.mjs';
 
 let node;
 before(async () => { node = await startQueen(); });
@@ -284,7 +284,7 @@ describe('resources', () => {
     assert.equal(r.json.deleted, true);
     assert.equal(r.json.partition, 'gone');
     assert.equal(r.json.records, 3);
-    assert.equal((await post(node.url, '/api/v1/fetch', { queue: 'delp', partition: 'gone' })).status, 404);
+    assert.equal((await readQueue(node.url, 'delp', { partitions: ['gone'] })).found, false);
     const p = await pop('delp', {}, 'gone');
     assert.equal(p.status, 204); // an empty pop, as for a partition not created yet
     const q = (await get(node.url, '/api/v1/resources/queues/delp')).json;
@@ -302,8 +302,8 @@ describe('resources', () => {
     assert.match(r.json.error, /queue not found/);
     // a new push starts the partition over at offset 0
     await push([{ queue: 'delp', partition: 'gone', payload: 'again' }]);
-    const f = await post(node.url, '/api/v1/fetch', { queue: 'delp', partition: 'gone' });
-    assert.deepEqual(f.json.records.map((x) => [x.offset, x.payload]), [[0, 'again']]);
+    const f = await readQueue(node.url, 'delp', { partitions: ['gone'] });
+    assert.deepEqual(f.records.map((x) => [x.offset, x.payload]), [[0, 'again']]);
   });
 
   test('deleting a queue removes everything under it', async () => {
@@ -312,7 +312,7 @@ describe('resources', () => {
     let r = await del('/api/v1/resources/queues/delq');
     assert.equal(r.status, 200);
     assert.deepEqual(r.json, { deleted: true, queue: 'delq', existed: true, partitions: 2, records: 2 });
-    assert.equal((await post(node.url, '/api/v1/fetch', { queue: 'delq' })).status, 404);
+    assert.equal((await readQueue(node.url, 'delq')).found, false);
     assert.equal((await pop('delq')).status, 204);
     assert.equal((await get(node.url, '/api/v1/resources/queues/delq')).status, 404);
     assert.equal((await get(node.url, '/api/v1/consumer-groups')).json.find((g) => g.queueName === 'delq'), undefined);

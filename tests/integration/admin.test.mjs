@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, post, rmrf, sleep, startQueen } from './harness.mjs';
+import { api, get, post, readQueue, rmrf, sleep, startQueen } from './harness.mjs';
 
 let node;
 before(async () => { node = await startQueen(); });
@@ -41,7 +41,7 @@ const groupEntry = async (group, queue) => (await groupsOf()).find((g) => g.name
 const seek = (group, queue, body) => post(node.url, `/api/v1/consumer-groups/${encodeURIComponent(group)}/queues/${encodeURIComponent(queue)}/seek`, body);
 // µs stamp → ISO-8601 with microseconds
 const isoUs = (ts) => `${new Date(Math.floor(ts / 1000)).toISOString().slice(0, -1)}${String(ts % 1000).padStart(3, '0')}Z`;
-const stampsOf = async (queue) => (await post(node.url, '/api/v1/fetch', { queue, maxRecords: 10000 })).json.records;
+const stampsOf = async (queue) => (await readQueue(node.url, queue)).records;
 
 describe('consumer groups: lag from offsets', () => {
   test('push N, consume M with a group: lag is N − M, per partition and in total', async () => {

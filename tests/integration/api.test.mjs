@@ -1,9 +1,9 @@
-// configure, fetch, partitions/changed, health, status, metrics, CORS and HTTP/2 on one node.
+// configure, health, status, metrics, CORS and HTTP/2 on one node.
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import { after, before, describe, test } from 'node:test';
 
-import { get, post, rmrf, startQueen } from './harness.mjs';
+import { get, post, readQueue, rmrf, startQueen } from './harness.mjs';
 
 let node;
 // with a key: configuring encryptionEnabled is refused on a node that has none (encryption.test.mjs)
@@ -70,131 +70,11 @@ describe('configure', () => {
 
   test('a rejected configure creates nothing', async () => {
     await post(node.url, '/api/v1/configure', { queue: 'never', options: { nope: true } });
-    const f = await post(node.url, '/api/v1/fetch', { queue: 'never' });
-    assert.equal(f.status, 404);
+    assert.equal((await readQueue(node.url, 'never')).found, false);
   });
 });
 
-describe('fetch', () => {
-  before(async () => {
-    const items = [];
-    for (let i = 0; i < 50; i++) items.push({ queue: 'f', partition: `p${i % 5}`, payload: { i, pad: 'x'.repeat(100) } });
-    assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
-    assert.equal((await post(node.url, '/api/v1/push', { items: items.slice(0, 5) })).status, 201);
-  });
-
-  test('one partition from an offset', async () => {
-    const r = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p2', fromOffset: 4 });
-    assert.equal(r.status, 200);
-    assert.deepEqual(r.json.records.map((x) => x.offset), [4, 5, 6, 7, 8, 9, 10]);
-    assert.deepEqual(Object.keys(r.json.records[0]), ['partition', 'offset', 'transactionId', 'ts', 'payload', 'traceId', 'producerSub']);
-    assert.equal(r.json.records[0].partition, 'p2');
-    assert.equal(r.json.partitions.length, 1);
-    const p = r.json.partitions[0];
-    assert.equal(p.nextOffset, 11);
-    assert.equal(p.endOffset, 11);
-    assert.equal(r.json.more, false);
-  });
-
-  test('record limit and continuation', async () => {
-    const got = [];
-    let from = 0;
-    for (;;) {
-      const r = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p0', fromOffset: from, maxRecords: 3 });
-      assert.ok(r.json.records.length <= 3);
-      got.push(...r.json.records.map((x) => x.offset));
-      from = r.json.partitions[0].nextOffset;
-      if (!r.json.more) break;
-    }
-    assert.deepEqual(got, [...Array(11).keys()]);
-  });
-
-  test('byte limit still returns at least one record', async () => {
-    const r = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p1', maxBytes: 1 });
-    assert.equal(r.json.records.length, 1);
-    assert.equal(r.json.more, true);
-    const r2 = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p1', maxBytes: 250 });
-    assert.equal(r2.json.records.length, 2);
-  });
-
-  test('whole queue, sorted by partition then offset, with per-partition starts', async () => {
-    const r = await post(node.url, '/api/v1/fetch', { queue: 'f', offsets: { p0: 10, p4: 11 }, fromOffset: 9 });
-    const seen = r.json.records.map((x) => `${x.partition}:${x.offset}`);
-    assert.deepEqual(seen, ['p0:10', 'p1:9', 'p1:10', 'p2:9', 'p2:10', 'p3:9', 'p3:10']);
-    assert.equal(r.json.partitions.length, 5);
-    assert.deepEqual(r.json.partitions.map((x) => x.fromOffset), [10, 9, 9, 9, 11]);
-  });
-
-  test('maxTs leaves out records stamped at or after it', async () => {
-    const all = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p3' });
-    const tsSecond = all.json.records[10].ts;
-    const r = await post(node.url, '/api/v1/fetch', { queue: 'f', partition: 'p3', maxTs: tsSecond });
-    assert.equal(r.json.records.length, 10);
-  });
-
-  const bad = [
-    [{}, 400, /queue is required/],
-    [{ queue: 'f', fromOffset: -1 }, 400, /fromOffset/],
-    [{ queue: 'f', maxRecords: 0 }, 400, /maxRecords/],
-    [{ queue: 'f', maxBytes: 'x' }, 400, /maxBytes/],
-    [{ queue: 'f', partition: 1 }, 400, /partition must be a string/],
-    [{ queue: 'f', offsets: { p0: 'a' } }, 400, /offsets/],
-    [{ queue: 'nope' }, 404, /queue not found: nope/],
-    [{ queue: 'f', partition: 'zz' }, 404, /partition not found: zz/],
-  ];
-  for (const [body, status, msg] of bad) {
-    test(`fetch ${JSON.stringify(body)} → ${status}`, async () => {
-      const r = await post(node.url, '/api/v1/fetch', body);
-      assert.equal(r.status, status, r.text);
-      assert.match(r.json.error, msg);
-    });
-  }
-});
-
-describe('partitions/changed', () => {
-  test('lists partitions moved since a stamp, with safeTime, in pages', async () => {
-    const items = [];
-    for (let i = 0; i < 12; i++) items.push({ queue: 'ch', partition: `c${String(i).padStart(2, '0')}`, payload: i });
-    await post(node.url, '/api/v1/push', { items });
-    const r = await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', since: 0, limit: 5 });
-    assert.equal(r.status, 200, r.text);
-    assert.deepEqual(Object.keys(r.json), ['queue', 'since', 'safeTime', 'partitions', 'more', 'after']);
-    assert.equal(r.json.partitions.length, 5);
-    assert.equal(r.json.more, true);
-    assert.equal(r.json.after, 'c04');
-    const p = r.json.partitions[0];
-    assert.deepEqual(Object.keys(p), ['partition', 'partitionId', 'startOffset', 'lastOffset', 'endOffset', 'lastTs']);
-    assert.equal(p.lastOffset, 0);
-    assert.ok(r.json.safeTime >= p.lastTs);
-    const r2 = await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', since: 0, after: r.json.after, limit: 100 });
-    assert.equal(r2.json.partitions.length, 7);
-    assert.equal(r2.json.more, false);
-    // nothing moved since safeTime
-    const r3 = await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', since: r.json.safeTime });
-    assert.equal(r3.json.partitions.length, 0);
-    await post(node.url, '/api/v1/push', { items: [{ queue: 'ch', partition: 'c07', payload: 'again' }] });
-    const r4 = await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', since: r.json.safeTime });
-    assert.deepEqual(r4.json.partitions.map((x) => [x.partition, x.lastOffset, x.endOffset]), [['c07', 1, 2]]);
-    assert.ok(r4.json.partitions[0].lastTs > r.json.safeTime);
-  });
-
-  test('safeTime keeps moving on a quiet queue', async () => {
-    await post(node.url, '/api/v1/push', { items: [{ queue: 'quiet', payload: 1 }] });
-    const a = await post(node.url, '/api/v1/partitions/changed', { queue: 'quiet' });
-    await new Promise((r) => setTimeout(r, 600));
-    const b = await post(node.url, '/api/v1/partitions/changed', { queue: 'quiet' });
-    assert.ok(b.json.safeTime > a.json.safeTime + 300000, `${a.json.safeTime} → ${b.json.safeTime}`);
-    const now = Date.now() * 1000;
-    assert.ok(now - b.json.safeTime < 5e6);
-  });
-
-  test('unknown queue → 404; bad fields → 400', async () => {
-    assert.equal((await post(node.url, '/api/v1/partitions/changed', { queue: 'nope' })).status, 404);
-    assert.equal((await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', since: -5 })).status, 400);
-    assert.equal((await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', limit: 0 })).status, 400);
-    assert.equal((await post(node.url, '/api/v1/partitions/changed', { queue: 'ch', after: 3 })).status, 400);
-  });
-});
+// fetch and partitions/changed (the 2.x reads): reads.test.mjs
 
 describe('operations', () => {
   test('/health', async () => {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, logMatch, post, rmrf, runBoot, sleep, startQueen } from './harness.mjs';
+import { api, get, logMatch, post, readQueue, rmrf, runBoot, sleep, startQueen } from './harness.mjs';
 import { bearer, edPair, jwk, jwksServer, nowS, rsaPair, sign } from './jwt.mjs';
 
 const SECRET = 'integration-secret-of-at-least-32-bytes';
@@ -26,8 +26,8 @@ const ROUTES = [
   ['GET', '/status', 'read-only'],
   ['POST', '/api/v1/push', 'read-write', { items: [{ queue: 'matrix', payload: 1 }] }],
   ['POST', '/api/v1/configure', 'read-write', { queue: 'matrix-cfg' }],
-  ['POST', '/api/v1/fetch', 'read-only', { queue: 'matrix' }],
-  ['POST', '/api/v1/partitions/changed', 'read-only', { queue: 'matrix' }],
+  ['POST', '/api/v1/fetch', 'read-only', { entries: [{ queue: 'matrix', partition: 'Default', offset: 0 }] }],
+  ['POST', '/api/v1/partitions/changed', 'read-only', { entries: [{ queue: 'matrix' }] }],
   ['GET', '/api/v1/pop?namespace=matrix&wait=false', 'read-write'],
   ['GET', '/api/v1/pop/queue/matrix?wait=false', 'read-write'],
   ['GET', '/api/v1/pop/queue/matrix/partition/Default?wait=false', 'read-write'],
@@ -66,6 +66,7 @@ const ROUTES = [
   ['GET', '/api/v1/resources/tasks', 'read-only'],
   ['GET', '/api/v1/status/queues', 'read-only'],
   ['GET', '/api/v1/status/queues/matrix', 'read-only'],
+  ['POST', '/api/v1/stats/refresh', 'admin'],
   ['GET', '/api/v1/messages', 'read-only'],
   ['GET', `/api/v1/messages/${UUID0}/x`, 'read-only'],
   ['DELETE', `/api/v1/messages/${UUID0}/x`, 'read-write'],
@@ -196,7 +197,7 @@ describe('HS256', () => {
     const reader = bearer(roleToken('read-write'));
     let recs = [];
     for (let i = 0; i < 100 && recs.length < 4; i++) {
-      recs = (await post(node.url, '/api/v1/fetch', { queue: 'prod' }, reader)).json.records;
+      recs = (await readQueue(node.url, 'prod', { headers: reader })).records;
       if (recs.length < 4) await sleep(100);
     }
     assert.deepEqual(recs.map((x) => [x.payload, x.producerSub]), [[1, 'alice'], [2, 'bob'], [3, null], [4, 'carol']]);

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { get, post, rmrf, sleep, startQueen } from './harness.mjs';
+import { get, post, readQueue, rmrf, sleep, startQueen } from './harness.mjs';
 
 let node;
 before(async () => { node = await startQueen(); });
@@ -444,18 +444,18 @@ describe('timers and full queues', () => {
     const t = await post(node.url, '/api/v1/timers', { queue: 'tfull', payload: 'later', delayMs: 0 });
     assert.equal(t.status, 201, t.text);
     await sleep(1500);
-    let f = await post(node.url, '/api/v1/fetch', { queue: 'tfull' });
-    assert.equal(f.json.records.length, 1, 'the timer fired into a full queue');
+    let f = await readQueue(node.url, 'tfull');
+    assert.equal(f.records.length, 1, 'the timer fired into a full queue');
     const still = await get(node.url, `/api/v1/timers/${t.json.timerId}`);
     assert.equal(still.status, 200, 'the timer was dropped instead of waiting');
     await post(node.url, '/api/v1/configure', { queue: 'tfull', options: { maxSize: 10 } });
     const end = Date.now() + 5000;
     for (;;) {
-      f = await post(node.url, '/api/v1/fetch', { queue: 'tfull' });
-      if (f.json.records.length === 2) break;
+      f = await readQueue(node.url, 'tfull');
+      if (f.records.length === 2) break;
       assert.ok(Date.now() < end, 'the timer did not fire after room was made');
       await sleep(200);
     }
-    assert.deepEqual(f.json.records.map((r) => r.payload), ['first', 'later']);
+    assert.deepEqual(f.records.map((r) => r.payload), ['first', 'later']);
   });
 });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { get, post, rmrf, runBoot, sleep, startPostgres, startQueen } from './harness.mjs';
+import { get, post, readQueue, rmrf, runBoot, sleep, startPostgres, startQueen } from './harness.mjs';
 
 const K1 = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
 const K1_B64 = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='; // the same 32 bytes
@@ -41,7 +41,11 @@ const pushRaw = (n, items) => post(n.url, '/api/v1/push', `{"items":[${items.joi
 const item = (queue, partition, payload, extra = '') =>
   `{"queue":"${queue}","partition":"${partition}","payload":${payload}${extra}}`;
 const configure = (n, queue, options) => post(n.url, '/api/v1/configure', { queue, options });
-const fetchAll = (n, queue) => post(n.url, '/api/v1/fetch', { queue });
+// every record of a queue (or of some partitions) as { status, text, json: { records } }: 404 when none of it exists
+const fetchAll = async (n, queue, partitions) => {
+  const q = await readQueue(n.url, queue, { partitions });
+  return { status: q.found ? 200 : 404, text: q.text, json: { records: q.records } };
+};
 
 // Every stored segment of a queue as bytes, straight from PostgreSQL.
 function segments(queue) {
@@ -138,7 +142,7 @@ describe('a node with the key', () => {
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.success, true, r.text);
     assert.ok(!holds(segments('enc'), SECRET));
-    const f = await post(a.url, '/api/v1/fetch', { queue: 'enc', partition: 'tx' });
+    const f = await fetchAll(a, 'enc', ['tx']);
     assert.ok(f.text.includes(`"payload":{"tx":"${SECRET}","n":1.50}`), f.text);
   });
 
@@ -159,7 +163,7 @@ describe('a node with the key', () => {
     assert.ok(copy.length > 0 && !Buffer.from(copy, 'hex').includes(Buffer.from('poison')));
     const rq = await post(a.url, `/api/v1/dlq/${dl.json.messages[0].dlqId}/requeue`, {});
     assert.equal(rq.status, 201, rq.text);
-    const f = await post(a.url, '/api/v1/fetch', { queue: 'enc', partition: 'dl' });
+    const f = await fetchAll(a, 'enc', ['dl']);
     assert.equal(f.json.records.length, 2);
     assert.ok(f.text.split('"payload":{"poison":1.10}').length === 3, f.text);
     assert.ok(!holds(segments('enc'), 'poison'));
@@ -178,7 +182,7 @@ describe('a node with the key', () => {
     assert.equal((await post(a.url, '/api/v1/timers', '{"queue":"enc","partition":"tm","delayMs":0,"payload":{"now":7.70}}')).status, 201);
     let f;
     for (let i = 0; i < 100; i++) {
-      f = await post(a.url, '/api/v1/fetch', { queue: 'enc', partition: 'tm' });
+      f = await fetchAll(a, 'enc', ['tm']);
       if (f.status === 200 && f.json.records.length) break;
       await sleep(100);
     }
@@ -286,7 +290,7 @@ describe('across nodes with the same key', () => {
       // the plaintext timer is sealed in place before it fires
       let f;
       for (let i = 0; i < 100; i++) {
-        f = await post(a.url, '/api/v1/fetch', { queue: 'late', partition: 't' });
+        f = await fetchAll(a, 'late', ['t']);
         if (f.status === 200 && f.json.records.length) break;
         await sleep(100);
       }

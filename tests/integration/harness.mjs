@@ -353,3 +353,131 @@ export function rmrf(d) {
 }
 
 export { os };
+
+// ---- lease-free reads in the 2.x shape -------------------------------------------------------
+
+// µs since the epoch of a broker stamp spelled ISO-8601 with six fraction digits and Z
+// (exact: Date would drop the microseconds).
+export function isoToUs(s) {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{6})Z$/.exec(s);
+  if (!m) throw new Error(`not a broker stamp: ${s}`);
+  return Date.parse(m[1] + 'Z') * 1000 + Number(m[2]);
+}
+
+// The raw text of each record's payload in one fetch answer, in order (payload is followed by
+// ts, or by payloadError when this node could not open it).
+export function rawPayloads(text) {
+  const out = [];
+  const re = /"payload":([\s\S]*?),"(?:ts|payloadError)":"/g;
+  let m;
+  while ((m = re.exec(text)) !== null) out.push(m[1]);
+  return out;
+}
+
+// Every partition of a queue through POST /api/v1/partitions/changed (every page).
+// { found, safeTime, partitions: [{name, id, lastOffset, logStart, lastWriteAt}] }
+export async function listPartitions(base, queue, { headers, since } = {}) {
+  const parts = [];
+  let after = null;
+  let safeTime = null;
+  for (;;) {
+    const entry = { queue, limit: 1000 };
+    if (since !== undefined) entry.since = since;
+    if (after) entry.after = after;
+    const r = await post(base, '/api/v1/partitions/changed', { entries: [entry] }, headers);
+    if (r.status !== 200) throw new Error(`partitions/changed ${queue}: ${r.status} ${r.text}`);
+    if (r.json.safeTime && (!safeTime || r.json.safeTime < safeTime)) safeTime = r.json.safeTime;
+    const e = r.json.entries[0];
+    if (e.error === 'UNKNOWN_TOPIC_OR_PARTITION') return { found: false, safeTime, partitions: [] };
+    if (e.error) throw new Error(`partitions/changed ${queue}: ${e.error}`);
+    parts.push(...e.partitions);
+    if (!e.next) break;
+    after = e.next;
+  }
+  return { found: true, safeTime, partitions: parts };
+}
+
+// Every record of a queue (or of the partitions named), read with POST /api/v1/fetch from offset
+// 0 up to each partition's high watermark, the way the 2.x client loops. Partitions in name
+// order (bytewise), records in offset order. `ts` is the stamp in µs (isoToUs of the wire's
+// ISO string, kept as tsIso); each record names its partition.
+// { found, records, raws (payload texts, aligned with records), partitions: [{partition,
+//   partitionId, startOffset, endOffset}], calls, text (every fetch answer, as sent) }
+export async function readQueue(base, queue, { headers, partitions, maxBytes } = {}) {
+  let names;
+  const meta = new Map();
+  if (partitions) {
+    names = partitions;
+  } else {
+    const l = await listPartitions(base, queue, { headers });
+    if (!l.found) return { found: false, records: [], raws: [], partitions: [], calls: 0 };
+    for (const p of l.partitions) meta.set(p.name, p);
+    names = l.partitions.map((p) => p.name);
+  }
+  names = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const state = new Map(names.map((n) => [n, { next: 0, end: null, records: [], raws: [], hw: 0, ls: 0, unknown: false }]));
+  let pending = names;
+  let calls = 0;
+  const texts = [];
+  while (pending.length) {
+    const again = [];
+    for (let i = 0; i < pending.length; i += 1000) {
+      const chunk = pending.slice(i, i + 1000);
+      const body = { entries: chunk.map((n) => ({ queue, partition: n, offset: state.get(n).next, ...(maxBytes ? { maxBytes } : {}) })) };
+      if (maxBytes) body.maxBytes = maxBytes;
+      const r = await post(base, '/api/v1/fetch', body, headers);
+      calls++;
+      if (r.status !== 200) throw new Error(`fetch ${queue}: ${r.status} ${r.text}`);
+      texts.push(r.text);
+      if (r.json.entries.length !== chunk.length) throw new Error(`fetch ${queue}: ${r.json.entries.length} entries for ${chunk.length}`);
+      const raws = rawPayloads(r.text);
+      let k = 0;
+      let delivered = 0;
+      const starved = [];
+      chunk.forEach((n, j) => {
+        const e = r.json.entries[j];
+        const s = state.get(n);
+        s.hw = e.highWatermark;
+        s.ls = e.logStartOffset;
+        const recRaws = raws.slice(k, k + e.records.length);
+        k += e.records.length;
+        if (e.error === 'UNKNOWN_TOPIC_OR_PARTITION') { s.unknown = true; return; }
+        if (e.error === 'OFFSET_OUT_OF_RANGE' && s.next < e.logStartOffset) {
+          s.next = e.logStartOffset;
+          if (s.end === null) s.end = e.highWatermark;
+          if (s.next < s.end) again.push(n);
+          return;
+        }
+        if (e.error) throw new Error(`fetch ${queue}/${n}: ${e.error}`);
+        if (s.end === null) s.end = e.highWatermark;
+        if (e.records.length) {
+          delivered += e.records.length;
+          e.records.forEach((rec, x) => {
+            s.records.push({ partition: n, ...rec, tsIso: rec.ts, ts: isoToUs(rec.ts) });
+            s.raws.push(recRaws[x]);
+          });
+          s.next = e.records[e.records.length - 1].offset + 1;
+          if (s.next < s.end) again.push(n);
+        } else if (s.next < s.end) {
+          starved.push(n);
+        }
+      });
+      if (delivered > 0) again.push(...starved);
+    }
+    pending = again;
+  }
+  const known = names.filter((n) => !state.get(n).unknown);
+  return {
+    found: known.length > 0 || (!partitions && names.length === 0),
+    records: known.flatMap((n) => state.get(n).records),
+    raws: known.flatMap((n) => state.get(n).raws),
+    partitions: known.map((n) => ({
+      partition: n,
+      partitionId: meta.get(n)?.id,
+      startOffset: state.get(n).ls,
+      endOffset: state.get(n).hw,
+    })),
+    calls,
+    text: texts.join('\n'),
+  };
+}

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { ROOT, post, rmrf, startPostgres, startQueen } from './harness.mjs';
+import { ROOT, post, readQueue, rmrf, startPostgres, startQueen } from './harness.mjs';
 
 // the versions the binary carries: one per file in src/db/migrations
 const VERSIONS = fs.readdirSync(path.join(ROOT, 'src/db/migrations')).filter((f) => /^\d+_.*\.sql$/.test(f))
@@ -22,8 +22,8 @@ test('four nodes booting at once share one schema', async () => {
     // each node serves the same queues
     await post(nodes[0].url, '/api/v1/push', { items: [{ queue: 'shared', payload: 1 }] });
     for (const n of nodes) {
-      const f = await post(n.url, '/api/v1/fetch', { queue: 'shared' });
-      assert.equal(f.json.records.length, 1);
+      const f = await readQueue(n.url, 'shared');
+      assert.equal(f.records.length, 1);
     }
   } finally {
     for (const n of nodes) { await n.stop(); rmrf(n.data); }

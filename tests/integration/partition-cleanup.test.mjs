@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { get, post, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
+import { get, post, readQueue, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
 
 let pg;
 let node;
@@ -63,6 +63,6 @@ test('empty and idle partitions go; busy, recent and dead-lettered ones stay; a 
   // pushed again: a new partition, offsets from 0
   const again = await push('pc', 'old', 1);
   assert.notEqual(again[0].partition_id, first[0].partition_id);
-  const f = await post(node.url, '/api/v1/fetch', { queue: 'pc', partition: 'old' });
-  assert.deepEqual(f.json.records.map((r) => r.offset), [0]);
+  const f = await readQueue(node.url, 'pc', { partitions: ['old'] });
+  assert.deepEqual(f.records.map((r) => r.offset), [0]);
 });

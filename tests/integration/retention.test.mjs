@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { get, post, rmrf, sleep, startQueen } from './harness.mjs';
+import { get, post, readQueue, rmrf, sleep, startQueen } from './harness.mjs';
 
 let node;
 before(async () => { node = await startQueen({ env: { RETENTION_INTERVAL: '300', EVICTION_INTERVAL: '300' } }); });
@@ -13,9 +13,9 @@ after(async () => { if (node) { await node.stop(); rmrf(node.data); } });
 const configure = (queue, options) => post(node.url, '/api/v1/configure', { queue, options });
 const push = (queue, n, tag) => post(node.url, '/api/v1/push', { items: [...Array(n).keys()].map((i) => ({ queue, payload: { tag, i } })) });
 async function log(queue) {
-  const r = await post(node.url, '/api/v1/fetch', { queue, partition: 'Default' });
-  assert.equal(r.status, 200, r.text);
-  return { records: r.json.records, part: r.json.partitions[0] };
+  const r = await readQueue(node.url, queue, { partitions: ['Default'] });
+  assert.ok(r.found, `${queue}/Default not found`);
+  return { records: r.records, part: r.partitions[0] };
 }
 async function until(fn, ms = 8000) {
   const end = Date.now() + ms;

@@ -12,7 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 
-import { api, get, post, rmrf, sleep, startPostgres, tmpDir } from './harness.mjs';
+import { api, get, post, readQueue, rmrf, sleep, startPostgres, tmpDir } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
 import { nodeRegistry, queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
@@ -121,10 +121,10 @@ describe('records retention removed before the sink read them', () => {
       const items = [];
       for (let i = 0; i < 5; i++) items.push({ queue: q, partition: 'p', payload: { gone: i } });
       await post(node.url, '/api/v1/push', { items });
-      if (q === 'evgap') gapTs = (await post(node.url, '/api/v1/fetch', { queue: q })).json.records[4].ts;
+      if (q === 'evgap') gapTs = (await readQueue(node.url, q)).records[4].ts;
       await waitFor(`eviction of ${q}`, async () => {
-        const f = await post(node.url, '/api/v1/fetch', { queue: q });
-        return f.json.records.length === 0;
+        const f = await readQueue(node.url, q);
+        return f.records.length === 0;
       }, 20000, node);
     }
     await post(node.url, '/api/v1/push', { items: [{ queue: 'ev', partition: 'p', payload: { kept: true } }] });

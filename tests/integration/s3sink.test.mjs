@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { DuckDBInstance } from '@duckdb/node-api';
 
-import { get, post, rmrf, runBoot, sleep, tmpDir } from './harness.mjs';
+import { get, post, readQueue, rmrf, runBoot, sleep, tmpDir } from './harness.mjs';
 import { startFaultProxy, startS3 } from './s3harness.mjs';
 import { isoUs, nodeRegistry, queueRow, s3Status, sinkEnv, waitFor, zstdDecode } from './sinkutil.mjs';
 
@@ -62,8 +62,8 @@ describe('the spec\'s "Try it" run', () => {
   test('three records to two partitions land in window 1', async () => {
     const r = await post(node.url, '/api/v1/push', SPEC_ITEMS);
     assert.equal(r.status, 201, r.text);
-    const f = await post(node.url, '/api/v1/fetch', { queue: 'orders' });
-    records = f.json.records;
+    const f = await readQueue(node.url, 'orders');
+    records = f.records;
     assert.equal(records.length, 3);
     const row = await waitFor('window 1 committed', async () => {
       const q = await queueRow(node);

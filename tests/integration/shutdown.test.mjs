@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 
-import { post, rmrf, sleep, startQueen } from './harness.mjs';
+import { post, readQueue, rmrf, sleep, startQueen } from './harness.mjs';
 
 function postgresRunningIn(dir) {
   const r = spawnSync('pgrep', ['-f', `postgres -D ${dir}/pg`], { encoding: 'utf8' });
@@ -47,8 +47,8 @@ test('SIGTERM under load answers everything in flight and exits 0', async () => 
   // start again on the same data directory: everything acknowledged is there
   const again = await startQueen({ dataDir: node.data });
   try {
-    const f = await post(again.url, '/api/v1/fetch', { queue: 'term', maxRecords: 100000, maxBytes: 64 << 20 });
-    const stored = new Set(f.json.records.map((r) => r.transactionId));
+    const f = await readQueue(again.url, 'term');
+    const stored = new Set(f.records.map((r) => r.transactionId));
     for (const t of acked) assert.ok(stored.has(t), `acknowledged ${t} missing after restart`);
   } finally {
     await again.stop();
@@ -64,8 +64,8 @@ test('kill -9 of the node: a restart adopts the running PostgreSQL and loses not
   const again = await startQueen({ dataDir: node.data });
   try {
     assert.match(again.log, /adopting the PostgreSQL server already running/);
-    const f = await post(again.url, '/api/v1/fetch', { queue: 'k9' });
-    assert.deepEqual(f.json.records.map((x) => x.transactionId), ['x1']);
+    const f = await readQueue(again.url, 'k9');
+    assert.deepEqual(f.records.map((x) => x.transactionId), ['x1']);
   } finally {
     await again.stop();
     rmrf(node.data);

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { api, get, post, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
+import { api, get, post, readQueue, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
 import { bearer, nowS, sign } from './jwt.mjs';
 
 const SECRET = 'tenant-test-secret-of-at-least-32-bytes';
@@ -38,6 +38,7 @@ const as = (h) => ({
   post: (p, b) => post(n1.url, p, b, h),
   put: (p, b) => api(n1.url, 'PUT', p, b, h),
   del: (p) => api(n1.url, 'DELETE', p, undefined, h),
+  read: (q, o = {}) => readQueue(n1.url, q, { headers: h, ...o }),
 });
 const a = as(A), b = as(B), d = as(D);
 
@@ -54,8 +55,8 @@ describe('tenants', () => {
     await push(a, [{ queue: 'shared', partition: 'p', payload: 'a1' }, { queue: 'shared', partition: 'p', payload: 'a2' }]);
     await push(b, [{ queue: 'shared', partition: 'p', payload: 'b1' }]);
     await push(a, [{ queue: 'only-a', payload: 'x' }]);
-    const fa = (await a.post('/api/v1/fetch', { queue: 'shared' })).json;
-    const fb = (await b.post('/api/v1/fetch', { queue: 'shared' })).json;
+    const fa = await a.read('shared');
+    const fb = await b.read('shared');
     assert.deepEqual(fa.records.map((r) => [r.offset, r.payload]), [[0, 'a1'], [1, 'a2']]);
     assert.deepEqual(fb.records.map((r) => [r.offset, r.payload]), [[0, 'b1']]);
     assert.notEqual(fa.partitions[0].partitionId, fb.partitions[0].partitionId);
@@ -67,12 +68,18 @@ describe('tenants', () => {
   });
 
   test('reads: B cannot fetch, list, see changes of, or look up A\'s queues', async () => {
-    let r = await b.post('/api/v1/fetch', { queue: 'only-a' });
-    assert.equal(r.status, 404, r.text);
-    r = await b.post('/api/v1/partitions/changed', { queue: 'only-a' });
-    assert.equal(r.status, 404, r.text);
-    r = await a.post('/api/v1/partitions/changed', { queue: 'only-a' });
-    assert.equal(r.status, 200, r.text);
+    const entry = { queue: 'only-a', partition: 'Default', offset: 0 };
+    let r = await b.post('/api/v1/fetch', { entries: [entry] });
+    assert.equal(r.json.entries[0].error, 'UNKNOWN_TOPIC_OR_PARTITION', r.text);
+    assert.deepEqual(r.json.entries[0].records, []);
+    r = await a.post('/api/v1/fetch', { entries: [entry] });
+    assert.deepEqual(r.json.entries[0].records.map((x) => x.payload), ['x'], r.text);
+    r = await b.post('/api/v1/partitions/changed', { entries: [{ queue: 'only-a' }] });
+    assert.equal(r.json.entries[0].error, 'UNKNOWN_TOPIC_OR_PARTITION', r.text);
+    assert.equal(r.json.safeTime, null);
+    r = await a.post('/api/v1/partitions/changed', { entries: [{ queue: 'only-a' }] });
+    assert.equal(r.json.entries[0].error, undefined, r.text);
+    assert.deepEqual(r.json.entries[0].partitions.map((x) => x.name), ['Default']);
     assert.equal((await b.get('/api/v1/resources/queues/only-a')).status, 404);
     assert.equal((await b.get('/api/v1/status/queues/only-a')).status, 404);
     assert.equal((await a.get('/api/v1/resources/queues/only-a')).status, 200);
@@ -118,7 +125,7 @@ describe('tenants', () => {
     assert.equal(r.json.success, false, r.text);
     r = await b.post('/api/v1/transaction', { operations: [{ type: 'ack', ...ackBody }] });
     assert.equal(r.json.success, false, r.text);
-    assert.equal((await b.post('/api/v1/fetch', { queue: 'tx-b' })).status, 404);
+    assert.equal((await b.read('tx-b')).found, false);
     // A's lease is intact: extend and ack work for A
     r = await a.post(`/api/v1/lease/${leaseA}/extend`, { seconds: 120 });
     assert.equal(r.json[0].success, true, r.text);
@@ -171,12 +178,11 @@ describe('tenants', () => {
     assert.equal(r.status, 201, r.text);
     let recs = [];
     for (let i = 0; i < 100 && !recs.length; i++) {
-      const f = await b.post('/api/v1/fetch', { queue: 'tq' });
-      recs = f.status === 200 ? f.json.records : [];
+      recs = (await b.read('tq')).records;
       if (!recs.length) await sleep(100);
     }
     assert.deepEqual(recs.map((x) => x.payload), ['now-b']);
-    assert.equal((await a.post('/api/v1/fetch', { queue: 'tq' })).status, 404);
+    assert.equal((await a.read('tq')).found, false);
     assert.equal((await a.del(`/api/v1/timers/${id}`)).status, 200);
   });
 
@@ -258,8 +264,8 @@ describe('tenants', () => {
     assert.equal((await b.del('/api/v1/resources/queues/shared/partitions/nope')).status, 404);
     r = await b.del('/api/v1/resources/queues/shared');
     assert.equal(r.json.existed, true, r.text);
-    assert.equal((await b.post('/api/v1/fetch', { queue: 'shared' })).status, 404);
-    assert.equal((await a.post('/api/v1/fetch', { queue: 'shared' })).json.records.length, 2);
+    assert.equal((await b.read('shared')).found, false);
+    assert.equal((await a.read('shared')).records.length, 2);
     assert.equal((await a.get('/api/v1/resources/queues/only-a')).status, 200);
   });
 

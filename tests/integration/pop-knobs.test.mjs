@@ -1,0 +1,102 @@
+// Pop's 2.x knobs at the wire, for what the 2.x client does not show: the exact echo and
+// refusal bodies, that an autopilot pop answers 200 with a body when empty while a plain pop
+// keeps 204, that conflation's refusal touches nothing (no lease, no subscription, no wait),
+// frames=true answering JSON, and the bounds. tests/py/test_pop_knobs.py drives the client.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { get, post, rmrf, startQueen } from './harness.mjs';
+
+let node;
+before(async () => { node = await startQueen(); });
+after(async () => { if (node) { await node.stop(); rmrf(node.data); } });
+
+const push = async (items) => assert.equal((await post(node.url, '/api/v1/push', { items })).status, 201);
+const pop = (q, qs) => get(node.url, `/api/v1/pop/queue/${q}?${qs}`);
+
+test('the echo on a full answer and on an empty one', async () => {
+  await push([0, 1, 2].map((i) => ({ queue: 'ap', payload: i })));
+  const r = await pop('ap', 'autopilot=true&wait=false&timeout=30000&autoAck=true');
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.messages.length, 3);
+  assert.deepEqual(r.json.autopilot, { partitions: 8, batch: 200, waitMs: 0 });
+  assert.deepEqual(Object.keys(r.json).slice(-2), ['messages', 'autopilot']);
+  const e = await pop('ap', 'autopilot=true&wait=false');
+  assert.equal(e.status, 200, 'an empty autopilot pop has a body for its echo');
+  assert.deepEqual(e.json, { success: true, messages: [], autopilot: { partitions: 8, batch: 200, waitMs: 100 } });
+  // without autopilot: 204 and no echo, as before
+  assert.equal((await pop('ap', 'wait=false')).status, 204);
+  // the pinned knob is what the echo says
+  await push([0, 1, 2].map((i) => ({ queue: 'ap', payload: i })));
+  const pinned = await pop('ap', 'autopilot=true&batch=2&wait=false&autoAck=true');
+  assert.equal(pinned.json.messages.length, 2);
+  assert.deepEqual(pinned.json.autopilot, { partitions: 2, batch: 2, waitMs: 0 });
+  const wide = await pop('ap', 'autopilot=true&partitions=30&wait=false&autoAck=true');
+  assert.deepEqual(wide.json.autopilot, { partitions: 30, batch: 200, waitMs: 0 });
+});
+
+test('waitMs says when a held lease frees records', async () => {
+  await post(node.url, '/api/v1/configure', { queue: 'apw', options: { leaseTime: 1 } });
+  await push([{ queue: 'apw', payload: 1 }]);
+  const leased = await pop('apw', 'wait=false');
+  assert.equal(leased.status, 200);
+  const e = await pop('apw', 'autopilot=true&wait=false');
+  assert.equal(e.json.messages.length, 0);
+  // the lease ends in about a second: the advice is that, capped at 1000 ms (not the idle 100)
+  assert.ok(e.json.autopilot.waitMs > 500 && e.json.autopilot.waitMs <= 1000, JSON.stringify(e.json));
+});
+
+test('conflation: refused before anything is touched', async () => {
+  await push([0, 1].map((i) => ({ queue: 'cf', payload: i })));
+  const t0 = Date.now();
+  const r = await pop('cf', 'conflation=true&consumerGroup=g1&wait=true&timeout=10000&subscriptionMode=new');
+  assert.equal(r.status, 200, r.text);
+  assert.ok(Date.now() - t0 < 5000, 'answered without the long poll');
+  assert.deepEqual(r.json, {
+    success: false, messages: [], conflation: false, code: 'conflation_unsupported',
+    error: 'conflation (last-value delivery) is not supported by this broker; nothing was delivered',
+  });
+  // answered at once (no wait), no lease, and no subscription made for g1 (the refused pop
+  // asked for mode new): g1 reads from the start
+  const g = await pop('cf', 'consumerGroup=g1&batch=10&wait=false&autoAck=true');
+  assert.deepEqual(g.json.messages.map((m) => m.data), [0, 1]);
+  const withAp = await pop('cf', 'conflation=true&consumerGroup=g2&autopilot=true&wait=false');
+  assert.equal(withAp.json.conflation, false);
+  assert.deepEqual(withAp.json.autopilot, { partitions: 8, batch: 200, waitMs: 100 });
+  const noGroup = await pop('cf', 'conflation=true&wait=false');
+  assert.deepEqual([noGroup.status, noGroup.json.code], [400, 'conflation_needs_group']);
+  const autoAck = await pop('cf', 'conflation=true&consumerGroup=g3&autoAck=true&wait=false');
+  assert.deepEqual([autoAck.status, autoAck.json.code], [400, 'conflation_with_auto_ack']);
+  // conflation=false is an ordinary pop
+  await push([{ queue: 'cf', payload: 2 }]);
+  const off = await pop('cf', 'conflation=false&consumerGroup=g1&batch=10&wait=false&autoAck=true');
+  assert.deepEqual(off.json.messages.map((m) => m.data), [2]);
+  assert.equal('conflation' in off.json, false);
+});
+
+test('frames=true is answered as JSON', async () => {
+  await push([{ queue: 'fr', payload: { x: 1.50 } }]);
+  const r = await pop('fr', 'frames=true&wait=false&autoAck=true');
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type'), /application\/json/);
+  assert.deepEqual(r.json.messages.map((m) => m.data), [{ x: 1.5 }]);
+});
+
+test('bad knobs are refused', async () => {
+  for (const [qs, code] of [['autopilot=yes-please', 'invalid_request'], ['frames=2', 'invalid_request'],
+    ['conflation=maybe', 'invalid_request']]) {
+    const r = await pop('fr', `${qs}&wait=false`);
+    assert.equal(r.status, 400, qs);
+    assert.equal(r.json.code, code);
+  }
+  for (const qs of ['batch=0', 'batch=10001', 'partitions=0', 'partitions=101', 'autopilot=true&batch=-1']) {
+    const r = await pop('fr', `${qs}&wait=false`);
+    assert.equal(r.status, 400, qs);
+  }
+});
+
+test('POST /api/v1/stats/refresh, with no body', async () => {
+  const r = await post(node.url, '/api/v1/stats/refresh');
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json, { skipped: true, reason: 'stats_are_live' });
+});
