@@ -190,7 +190,8 @@ describe('hostile input over every route', () => {
       ['/api/v1/ack', { transactionId: 't', partitionId: UUID, consumerGroup: 'g\u0000' }],
       ['/api/v1/ack', { transactionId: 't', partitionId: UUID, error: '\u0000' }],
       ['/api/v1/ack/batch', { consumerGroup: '\u0000', acknowledgments: [{ transactionId: 't', partitionId: UUID }] }],
-      ['/api/v1/fetch', { queue: 'hq', offsets: { 'p\u0000': 0 } }],
+      ['/api/v1/fetch', { entries: [{ queue: 'hq', partition: 'p\u0000', offset: 0 }] }],
+      ['/api/v1/partitions/changed', { entries: [{ queue: 'h\u0000q' }] }],
     ];
     for (const [path, body] of bodies) {
       const r = await send('POST', path, body);
