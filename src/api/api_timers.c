@@ -1,6 +1,6 @@
 /* api_timers.c — the timer routes of the 2.x wire (docs/http-api.md, "Timers"): ops (schedule,
  * reschedule, cancel) in one transaction, the standalone cancel, peek, and a queue's keyset
- * listing. Refusals use the 2.x envelope {"error", "reason", "detail"} (http_respond_refusal).
+ * listing. Refusals use the 2.x envelope {"error", "code", "reason", "detail"[, "index"]}.
  * Firing is the timer job's (src/timers/timer_job.c); a schedule on this node kicks it so a
  * timer due soon does not wait for the next poll. */
 #include <stdio.h>
@@ -35,9 +35,17 @@ static timer_ctx *ctx_new(http_req *r)
     return c;
 }
 
+/* A refused request: the 2.x envelope, with the op at fault ("index", from 0) when there is one. */
 static void respond_refused(http_req *r, const timer_refusal *why)
 {
-    http_respond_refusal(r, why->status, NULL, why->reason, "%s", why->detail);
+    buf b;
+    buf_init(&b, 0);
+    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
+    if (why->index >= 0)
+        buf_printf(&b, ",\"index\":%d", why->index);
+    buf_putc(&b, '}');
+    http_respond_json(r, why->status, &b);
+    buf_free(&b);
 }
 
 static void submit(timer_ctx *c, const char *sql, void (*done)(db_req *));
@@ -53,7 +61,7 @@ static int seal_queue_or_respond(timer_ctx *c, int k)
     http_req *r = c->http;
     const timer_op *o = &c->ops[k];
     if (!seal_node_key()) {
-        http_respond_refusal(r, PUSH_NO_KEY_STATUS, "encryption_key_missing", "encryption_key_missing",
+        http_respond_refusal(r, PUSH_NO_KEY_STATUS, "encryption_key_missing", "no_node_key",
                              "queue %.*s has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY to seal "
                              "its payloads; no op was applied (send them through a node that has the key)",
                              (int)o->queue_len, o->queue);
@@ -83,7 +91,7 @@ static void on_ops(db_req *d)
             if (seal_queue_or_respond(c, k - 1) < 0)
                 return;
             if (++c->refusals > c->n + 1) {
-                http_respond_refusal(r, 500, NULL, "internal_error",
+                http_respond_refusal(r, 500, "internal_error", NULL,
                                      "timer_ops_v1 kept refusing sealed records as not sealed");
                 return;
             }
@@ -113,7 +121,7 @@ static void on_ops(db_req *d)
     }
     for (int i = 0; i < c->n; i++) {
         if (at[i] < 0) {
-            http_respond_refusal(r, 500, NULL, "internal_error", "timer_ops_v1 answered %d rows for %d ops", rows,
+            http_respond_refusal(r, 500, "internal_error", NULL, "timer_ops_v1 answered %d rows for %d ops", rows,
                                  c->n);
             db_req_clear(d);
             return;
@@ -164,7 +172,7 @@ void api_timer_ops(http_req *r)
 {
     timer_refusal why = {0};
     if (!r->body || r->body_len == 0) {
-        http_respond_refusal(r, 400, NULL, "timer_body_invalid", "the body is empty: send {\"operations\": [op, ...]}");
+        http_respond_refusal(r, 400, "timer_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
         return;
     }
     json_doc d;
@@ -172,7 +180,7 @@ void api_timer_ops(http_req *r)
     /* root(0) → operations(1) → op(2) → field values(3) */
     json_opts o = {.token_depth = 3};
     if (json_parse(&d, r->body, r->body_len, &o) < 0) {
-        http_respond_refusal(r, 400, NULL, "timer_body_invalid", "Invalid JSON: %s", d.err);
+        http_respond_refusal(r, 400, "timer_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
         json_doc_free(&d);
         return;
     }
@@ -232,7 +240,7 @@ static void on_peeked(db_req *d)
         if (timer_row_members(&b, res, 0) < 0) {
             buf_free(&b);
             db_req_clear(d);
-            http_respond_refusal(r, 500, NULL, "internal_error", "the stored record of this timer could not be decoded");
+            http_respond_refusal(r, 500, "internal_error", NULL, "the stored record of this timer could not be decoded");
             return;
         }
         buf_putc(&b, '}');
@@ -281,7 +289,7 @@ static void on_listed(db_req *d)
         if (timer_row_members(&b, res, i) < 0) {
             buf_free(&b);
             db_req_clear(d);
-            http_respond_refusal(r, 500, NULL, "internal_error", "the stored record of a timer could not be decoded");
+            http_respond_refusal(r, 500, "internal_error", NULL, "the stored record of a timer could not be decoded");
             return;
         }
         buf_putc(&b, '}');
@@ -307,8 +315,8 @@ void api_timer_list(http_req *r)
     /* the queue is checked like an op's; the cursor like a timerKey (any, "" = from the start) */
     if (timer_cancel_op(r->params[0], r->param_lens[0], alen ? after : "-", alen ? alen : 1, NULL, 0, &op, &why) <
         0) {
-        if (strcmp(why.reason, "timer_key_invalid") == 0)
-            http_respond_refusal(r, 400, NULL, "timer_after_invalid",
+        if (strncmp(why.reason, "key_", 4) == 0)
+            http_respond_refusal(r, 400, "timer_invalid_cursor", "after_too_long",
                                  "after must be a timerKey from a previous page (at most %d bytes)",
                                  TIMER_KEY_MAX_BYTES);
         else
@@ -323,7 +331,7 @@ void api_timer_list(http_req *r)
         char *end = NULL;
         long long v = strtoll(ls, &end, 10);
         if (!end || *end || end == ls) {
-            http_respond_refusal(r, 400, NULL, "timer_limit_invalid", "limit must be an integer (it is clamped to 1..%d)",
+            http_respond_refusal(r, 400, "timer_invalid_limit", "not_integer", "limit must be an integer (it is clamped to 1..%d)",
                                  TIMER_LIST_LIMIT_MAX);
             return;
         }

@@ -148,7 +148,7 @@ int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t
 void api_db_error_status(const db_req *d, int *status, const char **code, const char **sentence);
 void api_log_db_error(http_req *r, const db_req *d); /* sets r->error_logged */
 void api_respond_db_error(http_req *r, const db_req *d);
-/* The same in the 2.x refusal envelope (http_respond_refusal): error and reason the code. */
+/* The same in the 2.x refusal envelope (http_respond_refusal): error, code and reason the code. */
 void api_respond_db_refusal(http_req *r, const db_req *d);
 /* The same for a failure another layer reported as a status and a message that may hold the
  * database's text (the push path): the message goes to the log only. */

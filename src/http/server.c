@@ -257,6 +257,20 @@ void http_respond_error_code(http_req *r, int status, const char *code, const ch
     va_end(ap);
 }
 
+void http_refusal_open(buf *b, int status, const char *code, const char *reason, const char *detail)
+{
+    if (!code)
+        code = http_status_code(status);
+    buf_puts(b, "{\"error\":");
+    jw_cstr(b, code);
+    buf_puts(b, ",\"code\":");
+    jw_cstr(b, code);
+    buf_puts(b, ",\"reason\":");
+    jw_cstr(b, reason ? reason : code);
+    buf_puts(b, ",\"detail\":");
+    jw_string_lossy(b, detail, strlen(detail));
+}
+
 void http_respond_refusal(http_req *r, int status, const char *code, const char *reason, const char *fmt, ...)
 {
     char msg[1024];
@@ -264,8 +278,6 @@ void http_respond_refusal(http_req *r, int status, const char *code, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (!code)
-        code = http_status_code(status);
     if (status == 500 && !r->error_logged) {
         log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
                   msg);
@@ -273,12 +285,7 @@ void http_respond_refusal(http_req *r, int status, const char *code, const char 
     }
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"error\":");
-    jw_cstr(&b, code);
-    buf_puts(&b, ",\"reason\":");
-    jw_cstr(&b, reason ? reason : code);
-    buf_puts(&b, ",\"detail\":");
-    jw_string_lossy(&b, msg, strlen(msg));
+    http_refusal_open(&b, status, code, reason, msg);
     if (status >= 500) {
         buf_puts(&b, ",\"requestId\":");
         jw_cstr(&b, r->request_id);

@@ -36,13 +36,16 @@ static const char *const SERVER_OWNED[] = {
     "claimToken",  "claim_token",  "claimedUntil", "claimed_until",
 };
 
-static int refuse(timer_refusal *why, const char *reason, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(timer_refusal *why, const char *reason, const char *fmt, ...)
+static int refuse(timer_refusal *why, const char *code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(timer_refusal *why, const char *code, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     why->status = 400;
+    why->code = code;
     why->reason = reason;
+    why->index = -1;
     vsnprintf(why->detail, sizeof why->detail, fmt, ap);
     va_end(ap);
     return -1;
@@ -116,7 +119,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, ti
             owned = json_str_eq(d, k, SERVER_OWNED[f]);
         if (owned) {
             field_name(d, k, name, sizeof name);
-            return refuse(why, "timer_field_server_owned",
+            return refuse(why, "timer_server_owned_field", "server_owned",
                           "%s: \"%s\" is owned by the server and cannot be sent (the producer is the authenticated "
                           "subject, the tenant is the token's, the message id and deliverAt are the broker's; the "
                           "wire carries only the relative delayMs)",
@@ -127,7 +130,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, ti
             known = json_str_eq(d, k, OP_FIELDS[f]);
         if (!known) {
             field_name(d, k, name, sizeof name);
-            return refuse(why, "timer_field_unknown",
+            return refuse(why, "timer_unknown_field", "unknown",
                           "%s: unknown field \"%s\" (a timer op has op, queue, timerKey, txn, payload, delayMs, "
                           "partition, payloadZstd)",
                           at, name);
@@ -137,7 +140,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, ti
             ok = json_str_eq(d, k, OP_FIELDS[f]);
         if (!ok) {
             field_name(d, k, name, sizeof name);
-            return refuse(why, "timer_field_not_allowed", "%s: a cancel takes op, queue, timerKey and txn, not \"%s\"",
+            return refuse(why, "timer_unknown_field", "not_for_cancel", "%s: a cancel takes op, queue, timerKey and txn, not \"%s\"",
                           at, name);
         }
     }
@@ -152,13 +155,13 @@ static int name_ok(const char *s, size_t n, size_t max)
 static int check_names(timer_op *op, const char *at, timer_refusal *why)
 {
     if (!name_ok(op->queue, op->queue_len, TIMER_NAME_MAX_BYTES))
-        return refuse(why, "timer_queue_invalid", "%s: queue must be 1 to %d bytes without NUL characters", at,
+        return refuse(why, "timer_invalid_name", "queue_invalid", "%s: queue must be 1 to %d bytes without NUL characters", at,
                       TIMER_NAME_MAX_BYTES);
     if (!name_ok(op->key, op->key_len, TIMER_KEY_MAX_BYTES))
-        return refuse(why, "timer_key_invalid", "%s: timerKey must be 1 to %d bytes without NUL characters", at,
+        return refuse(why, "timer_invalid_name", "key_invalid", "%s: timerKey must be 1 to %d bytes without NUL characters", at,
                       TIMER_KEY_MAX_BYTES);
     if (op->txn && !name_ok(op->txn, op->txn_len, TIMER_TXN_MAX_BYTES))
-        return refuse(why, "timer_txn_invalid", "%s: txn must be 1 to %d bytes without NUL characters", at,
+        return refuse(why, "timer_invalid_name", "txn_invalid", "%s: txn must be 1 to %d bytes without NUL characters", at,
                       TIMER_TXN_MAX_BYTES);
     return 0;
 }
@@ -169,47 +172,47 @@ static int decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_o
                           timer_refusal *why)
 {
     if (t < 0 || json_type_of(d, t) == JSON_NULL)
-        return refuse(why, "timer_payload_missing", "%s: payload is required (base64 of the message's JSON text)", at);
+        return refuse(why, "timer_invalid_payload", "missing", "%s: payload is required (base64 of the message's JSON text)", at);
     if (json_type_of(d, t) != JSON_STRING)
-        return refuse(why, "timer_payload_not_base64",
+        return refuse(why, "timer_invalid_payload", "not_base64",
                       "%s: payload must be a string: the base64 of the message's JSON text", at);
     const char *text;
     size_t tlen;
     if (tok_text(d, t, ar, 0, &text, &tlen) < 0)
-        return refuse(why, "timer_payload_not_base64", "%s: payload is not base64 (it holds a NUL character)", at);
+        return refuse(why, "timer_invalid_payload", "not_base64", "%s: payload is not base64 (it holds a NUL character)", at);
     /* a frame of a payload that fits decompressed is at most ZSTD_compressBound of it */
     size_t cap = zstd ? ZSTD_compressBound(TIMER_PAYLOAD_MAX_BYTES) : TIMER_PAYLOAD_MAX_BYTES;
     if (tlen / 4 * 3 > cap + 2)
-        return refuse(why, "timer_payload_too_large", "%s: payload is %zu bytes of base64; a timer's payload may have at most %u bytes%s",
+        return refuse(why, "timer_limit_exceeded", "payload_too_large", "%s: payload is %zu bytes of base64; a timer's payload may have at most %u bytes%s",
                       at, tlen, TIMER_PAYLOAD_MAX_BYTES, zstd ? " (decompressed)" : "");
     uint8_t *raw = arena_alloc(ar, tlen / 4 * 3 + 3);
     long got = b64_decode(text, tlen, raw, tlen / 4 * 3 + 3, 0);
     if (got < 0)
-        return refuse(why, "timer_payload_not_base64",
+        return refuse(why, "timer_invalid_payload", "not_base64",
                       "%s: payload is not base64 (RFC 4648, the standard alphabet, padding optional)", at);
     if ((size_t)got > cap)
-        return refuse(why, "timer_payload_too_large", "%s: payload is %ld bytes; a timer's payload may have at most %u%s",
+        return refuse(why, "timer_limit_exceeded", "payload_too_large", "%s: payload is %ld bytes; a timer's payload may have at most %u%s",
                       at, got, TIMER_PAYLOAD_MAX_BYTES, zstd ? " (decompressed)" : "");
     const char *json = (const char *)raw;
     size_t jlen = (size_t)got;
     if (zstd) {
         unsigned long long size = ZSTD_getFrameContentSize(raw, (size_t)got);
         if (size == ZSTD_CONTENTSIZE_ERROR)
-            return refuse(why, "timer_payload_zstd_invalid", "%s: payloadZstd is set and payload is not a zstd frame", at);
+            return refuse(why, "timer_invalid_payload", "zstd_invalid", "%s: payloadZstd is set and payload is not a zstd frame", at);
         if (size == ZSTD_CONTENTSIZE_UNKNOWN)
-            return refuse(why, "timer_payload_zstd_invalid",
+            return refuse(why, "timer_invalid_payload", "zstd_invalid",
                           "%s: the payload's zstd frame must carry its content size in its header", at);
         if (size > TIMER_PAYLOAD_MAX_BYTES)
-            return refuse(why, "timer_payload_too_large",
+            return refuse(why, "timer_limit_exceeded", "payload_too_large",
                           "%s: payload decompresses to %llu bytes; a timer's payload may have at most %u", at, size,
                           TIMER_PAYLOAD_MAX_BYTES);
         size_t frame = ZSTD_findFrameCompressedSize(raw, (size_t)got);
         if (ZSTD_isError(frame) || frame != (size_t)got)
-            return refuse(why, "timer_payload_zstd_invalid", "%s: payload must be exactly one zstd frame", at);
+            return refuse(why, "timer_invalid_payload", "zstd_invalid", "%s: payload must be exactly one zstd frame", at);
         char *out = arena_alloc(ar, size ? (size_t)size : 1);
         size_t n = ZSTD_decompress(out, (size_t)size, raw, (size_t)got);
         if (ZSTD_isError(n) || n != size)
-            return refuse(why, "timer_payload_zstd_invalid", "%s: payload's zstd frame does not decompress: %s", at,
+            return refuse(why, "timer_invalid_payload", "zstd_invalid", "%s: payload's zstd frame does not decompress: %s", at,
                           ZSTD_isError(n) ? ZSTD_getErrorName(n) : "shorter than its header says");
         json = out;
         jlen = (size_t)size;
@@ -218,7 +221,7 @@ static int decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_o
     memset(&jd, 0, sizeof jd);
     json_opts jo = {.token_depth = 1};
     if (jlen == 0 || json_parse(&jd, json, jlen, &jo) < 0) {
-        refuse(why, "timer_payload_not_json", "%s: payload must be one JSON text (the message delivered): %s", at,
+        refuse(why, "timer_invalid_payload", "not_json", "%s: payload must be one JSON text (the message delivered): %s", at,
                jlen == 0 ? "it is empty" : jd.err);
         json_doc_free(&jd);
         return -1;
@@ -233,7 +236,7 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
 {
     memset(op, 0, sizeof *op);
     if (json_type_of(d, obj) != JSON_OBJECT)
-        return refuse(why, "timer_op_invalid", "%s: an op must be a JSON object", at);
+        return refuse(why, "timer_invalid_op", "not_object", "%s: an op must be a JSON object", at);
     const char *s;
     size_t n;
     int rc = str_member(d, obj, "op", ar, &s, &n);
@@ -244,16 +247,16 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
     else if (rc == 1 && n == 6 && memcmp(s, "cancel", 6) == 0)
         op->kind = TIMER_OP_CANCEL;
     else
-        return refuse(why, "timer_op_invalid", "%s: op must be \"schedule\", \"reschedule\" or \"cancel\"", at);
+        return refuse(why, "timer_invalid_op", "op_unknown", "%s: op must be \"schedule\", \"reschedule\" or \"cancel\"", at);
     if (check_fields(d, obj, op->kind, at, why) < 0)
         return -1;
     if (str_member(d, obj, "queue", ar, &op->queue, &op->queue_len) != 1)
-        return refuse(why, "timer_queue_invalid", "%s: queue is required (a string)", at);
+        return refuse(why, "timer_invalid_name", "queue_missing", "%s: queue is required (a string)", at);
     if (str_member(d, obj, "timerKey", ar, &op->key, &op->key_len) != 1)
-        return refuse(why, "timer_key_invalid", "%s: timerKey is required (a string)", at);
+        return refuse(why, "timer_invalid_name", "key_missing", "%s: timerKey is required (a string)", at);
     rc = str_member(d, obj, "txn", ar, &op->txn, &op->txn_len);
     if (rc < 0)
-        return refuse(why, "timer_txn_invalid", "%s: txn must be a string", at);
+        return refuse(why, "timer_invalid_name", "txn_invalid", "%s: txn must be a string", at);
     if (rc == 0 || op->txn_len == 0)
         op->txn = NULL; /* "" as absent: the broker makes one (as push does) */
     if (check_names(op, at, why) < 0)
@@ -263,29 +266,30 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
 
     rc = str_member(d, obj, "partition", ar, &op->partition, &op->partition_len);
     if (rc < 0)
-        return refuse(why, "timer_partition_invalid", "%s: partition must be a string", at);
+        return refuse(why, "timer_invalid_name", "partition_invalid", "%s: partition must be a string", at);
     if (rc == 0) {
         op->partition = "Default";
         op->partition_len = 7;
     }
     if (!name_ok(op->partition, op->partition_len, TIMER_NAME_MAX_BYTES))
-        return refuse(why, "timer_partition_invalid", "%s: partition must be 1 to %d bytes without NUL characters", at,
+        return refuse(why, "timer_invalid_name", "partition_invalid", "%s: partition must be 1 to %d bytes without NUL characters", at,
                       TIMER_NAME_MAX_BYTES);
     int dl = json_get(d, obj, "delayMs");
     int64_t ms;
     if (dl < 0 || json_type_of(d, dl) == JSON_NULL)
-        return refuse(why, "timer_delay_invalid",
+        return refuse(why, "timer_invalid_delay", "missing",
                       "%s: delayMs is required (an integer of milliseconds from now; the broker's clock decides)", at);
-    if (json_type_of(d, dl) != JSON_NUMBER || json_int64(d, dl, &ms) < 0 || ms < -TIMER_DELAY_MAX_MS ||
-        ms > TIMER_DELAY_MAX_MS)
-        return refuse(why, "timer_delay_invalid", "%s: delayMs must be an integer between %lld and %lld", at,
-                      -TIMER_DELAY_MAX_MS, TIMER_DELAY_MAX_MS);
+    int whole = json_type_of(d, dl) == JSON_NUMBER && json_int64(d, dl, &ms) == 0;
+    if (!whole || ms < -TIMER_DELAY_MAX_MS || ms > TIMER_DELAY_MAX_MS)
+        return refuse(why, "timer_invalid_delay", whole ? "out_of_range" : "not_integer",
+                      "%s: delayMs must be an integer between %lld and %lld", at, -TIMER_DELAY_MAX_MS,
+                      TIMER_DELAY_MAX_MS);
     op->delay_us = ms > 0 ? ms * 1000 : 0; /* a delay in the past fires on the next round */
     int zt = json_get(d, obj, "payloadZstd");
     int zstd = 0;
     if (zt >= 0 && json_type_of(d, zt) != JSON_NULL) {
         if (json_type_of(d, zt) != JSON_TRUE && json_type_of(d, zt) != JSON_FALSE)
-            return refuse(why, "timer_payload_zstd_invalid", "%s: payloadZstd must be true or false", at);
+            return refuse(why, "timer_invalid_payload", "zstd_invalid", "%s: payloadZstd must be true or false", at);
         zstd = json_type_of(d, zt) == JSON_TRUE;
     }
     if (decode_payload(d, json_get(d, obj, "payload"), zstd, ar, op, at, why) < 0)
@@ -306,18 +310,20 @@ int timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, tim
                     timer_refusal *why)
 {
     if (json_type_of(d, arr) != JSON_ARRAY)
-        return refuse(why, "timer_body_invalid", "%s must be an array of timer ops", what);
+        return refuse(why, "timer_invalid_body", "not_array", "%s must be an array of timer ops", what);
     uint32_t m = d->toks[arr].count;
     if (m > TIMER_BATCH_MAX_OPS)
-        return refuse(why, "timer_batch_too_large", "%s holds %u ops; at most %d are taken at once", what, m,
+        return refuse(why, "timer_limit_exceeded", "too_many_ops", "%s holds %u ops; at most %d are taken at once", what, m,
                       TIMER_BATCH_MAX_OPS);
     timer_op *out = arena_alloc(ar, (m ? m : 1) * sizeof *out);
     int t = json_first(d, arr);
     for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
         char at[64];
         snprintf(at, sizeof at, "%s[%u]", what, i);
-        if (parse_op(d, t, ar, &out[i], at, why) < 0)
+        if (parse_op(d, t, ar, &out[i], at, why) < 0) {
+            why->index = (int)i;
             return -1;
+        }
     }
     *ops = out;
     *n = (int)m;
@@ -328,7 +334,7 @@ int timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, t
 {
     int arr = json_type_of(d, 0) == JSON_OBJECT ? json_get(d, 0, "operations") : -1;
     if (arr < 0 || d->toks[0].count != 1)
-        return refuse(why, "timer_body_invalid",
+        return refuse(why, "timer_invalid_body", "shape",
                       "the body is {\"operations\": [op, ...]} and nothing else (the server-id timer body, "
                       "{queue, delayMs|fireAt, ...} or {items}, is retired: docs/http-api.md)");
     return timer_ops_parse(d, arr, "operations", ar, ops, n, why);

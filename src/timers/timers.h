@@ -85,11 +85,14 @@ typedef struct timer_op {
     int seal;                /* set by the caller: seal the payload under the node's key */
 } timer_op;
 
-/* A refused op or body: HTTP status (400), the stable reason id (docs/http-api.md, "Timers")
- * and the sentence. */
+/* A refused op or body (docs/http-api.md, "Timers"): HTTP status (400), the stable code a
+ * client branches on (timer_invalid_payload, ...), the finer stable reason (not_base64, ...),
+ * the op at fault (from 0; -1 for the body) and the sentence. Static strings. */
 typedef struct timer_refusal {
     int status;
+    const char *code;
     const char *reason;
+    int index;
     char detail[400];
 } timer_refusal;
 

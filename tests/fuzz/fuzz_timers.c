@@ -35,7 +35,7 @@ static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, ti
         r = timer_ops_parse_body(&d, ar, ops, n, why);
         CHECK(r == 0 || r == -1);
         if (r < 0)
-            CHECK(why->status == 400 && why->reason && strncmp(why->reason, "timer_", 6) == 0 &&
+            CHECK(why->status == 400 && why->code && strncmp(why->code, "timer_", 6) == 0 && why->reason && why->index >= -1 &&
                   why->detail[0] != '\0' && strlen(why->detail) < sizeof why->detail);
     }
     json_doc_free(&d);
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int r2 = parse_with(src, size, 0, &a2, &o2, &n2, &w2);
     CHECK(r1 == r2);
     if (r1 == -1)
-        CHECK(strcmp(w1.reason, w2.reason) == 0 && strcmp(w1.detail, w2.detail) == 0);
+        CHECK(strcmp(w1.code, w2.code) == 0 && strcmp(w1.reason, w2.reason) == 0 && w1.index == w2.index && strcmp(w1.detail, w2.detail) == 0);
     if (r1 == 0) {
         CHECK(n1 == n2 && n1 >= 0 && n1 <= TIMER_BATCH_MAX_OPS);
         for (int i = 0; i < n1; i++) {

@@ -262,8 +262,8 @@ describe('nodes that cannot open the records', () => {
       assert.equal(tx.status, 503, tx.text);
       const tm = await timer(c, 'enc', 'from-c', '{"t":1}', 0);
       assert.equal(tm.status, 503, tm.text);
-      assert.deepEqual(Object.keys(tm.json), ['error', 'reason', 'detail', 'requestId']);
-      assert.equal(tm.json.error, 'encryption_key_missing');
+      assert.deepEqual(Object.keys(tm.json), ['error', 'code', 'reason', 'detail', 'requestId']);
+      assert.deepEqual([tm.json.error, tm.json.code, tm.json.reason], ['encryption_key_missing', 'encryption_key_missing', 'no_node_key']);
       assert.match(tm.json.detail, /^queue enc has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY/);
       assert.equal(pg.psql("SELECT count(*) FROM queen.log_timers WHERE timer_key = 'from-c'"), '0');
       assert.ok(!holds(segments('enc'), '"no"') && !holds(segments('enc'), 'from'));

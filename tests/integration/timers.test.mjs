@@ -85,13 +85,16 @@ function psqlSession(pg) {
   return s;
 }
 
-// A refusal in the 2.x envelope: exactly error (the class), reason, detail.
-function refusal(r, status, reason, detail) {
+// A refusal in the 2.x envelope: error and code the same stable code, reason, detail, and the
+// op at fault (index) when one is; `want` is "code:reason".
+function refusal(r, status, want, detail) {
   assert.equal(r.status, status, r.text);
-  assert.deepEqual(Object.keys(r.json).sort(), ['detail', 'error', 'reason'], r.text);
-  assert.equal(r.json.error, status === 400 ? 'bad_request' : r.json.error);
-  assert.equal(r.json.reason, reason, r.text);
+  const keys = Object.keys(r.json);
+  assert.deepEqual(keys.filter((k) => k !== 'index'), ['error', 'code', 'reason', 'detail'], r.text);
+  assert.equal(r.json.error, r.json.code, r.text);
+  assert.equal(`${r.json.code}:${r.json.reason}`, want, r.text);
   if (detail) assert.match(r.json.detail, detail, r.text);
+  return r.json;
 }
 
 describe('two nodes on one database', () => {
@@ -241,8 +244,8 @@ describe('two nodes on one database', () => {
     assert.equal(dflt.json.nextAfter, 'k099');
     // a queue with none, and one that does not exist
     assert.deepEqual((await get(a.url, '/api/v1/timers/never-seen')).json, { rows: [], truncated: false, nextAfter: null });
-    refusal(await get(a.url, '/api/v1/timers/listed?limit=ten'), 400, 'timer_limit_invalid', /^limit must be an integer/);
-    refusal(await get(a.url, `/api/v1/timers/listed?after=${'k'.repeat(1025)}`), 400, 'timer_after_invalid');
+    refusal(await get(a.url, '/api/v1/timers/listed?limit=ten'), 400, 'timer_invalid_limit:not_integer', /^limit must be an integer/);
+    refusal(await get(a.url, `/api/v1/timers/listed?after=${'k'.repeat(1025)}`), 400, 'timer_invalid_cursor:after_too_long');
     await ops(a, [...keys.map((k) => ({ op: 'cancel', queue: 'listed', timerKey: k })), { op: 'cancel', queue: 'listed-other', timerKey: 'a' }]);
     await ops(a, Array.from({ length: 120 }, (_, i) => ({ op: 'cancel', queue: 'listed-many', timerKey: `k${String(i).padStart(3, '0')}` })));
   });
@@ -252,7 +255,7 @@ describe('two nodes on one database', () => {
     const c = await ops(a, Array.from({ length: 5 }, (_, i) => sched('bulky', `k${i}`, big, 600000)));
     assert.equal(c.status, 200, c.text.slice(0, 300));
     const tooBig = await ops(a, [sched('bulky', 'k9', `"${'p'.repeat(4 << 20)}"`, 1)]);
-    refusal(tooBig, 400, 'timer_payload_too_large', /^operations\[0\]: payload is 4194306 bytes; a timer's payload may have at most 4194304$/);
+    refusal(tooBig, 400, 'timer_limit_exceeded:payload_too_large', /^operations\[0\]: payload is 4194306 bytes; a timer's payload may have at most 4194304$/);
     const l1 = await get(a.url, '/api/v1/timers/bulky');
     assert.equal(l1.status, 200);
     assert.equal(l1.json.rows.length, 4);
@@ -279,9 +282,9 @@ describe('two nodes on one database', () => {
     const raw = (await readQueue(b.url, 'zipped')).raws[0];
     assert.equal(raw, text);
     const bad = await ops(a, [{ op: 'schedule', queue: 'zipped', timerKey: 'y', payload: SIZELESS, payloadZstd: true, delayMs: 1 }]);
-    refusal(bad, 400, 'timer_payload_zstd_invalid', /content size/);
+    refusal(bad, 400, 'timer_invalid_payload:zstd_invalid', /content size/);
     const notFrame = await ops(a, [{ op: 'schedule', queue: 'zipped', timerKey: 'y', payload: b64(text), payloadZstd: true, delayMs: 1 }]);
-    refusal(notFrame, 400, 'timer_payload_zstd_invalid', /not a zstd frame/);
+    refusal(notFrame, 400, 'timer_invalid_payload:zstd_invalid', /not a zstd frame/);
     assert.deepEqual(await pending(a, 'zipped'), []);
   });
 
@@ -490,49 +493,52 @@ describe('two nodes on one database', () => {
   describe('refusals: the 2.x envelope, a stable reason, nothing stored', () => {
     const S = { op: 'schedule', queue: 'q', timerKey: 'k', payload: b64('1'), delayMs: 5 };
     const cases = [
-      ['{"operations":', 'timer_body_invalid', /^Invalid JSON: /],
-      ['', 'timer_body_invalid', /^the body is empty/],
-      ['[]', 'timer_body_invalid', /^the body is \{"operations": \[op, \.\.\.\]\} and nothing else/],
-      [{ queue: 'q', delayMs: 5, payload: { a: 1 } }, 'timer_body_invalid', /server-id timer body.* is retired/],
-      [{ items: [{ queue: 'q', delayMs: 5 }] }, 'timer_body_invalid', /is retired/],
-      [{ operations: [S], timers: [] }, 'timer_body_invalid', /nothing else/],
-      [{ operations: {} }, 'timer_body_invalid', /^operations must be an array of timer ops$/],
-      [{ operations: [{ ...S, op: 'fire' }] }, 'timer_op_invalid', /^operations\[0\]: op must be "schedule", "reschedule" or "cancel"$/],
-      [{ operations: [S, 7] }, 'timer_op_invalid', /^operations\[1\]: an op must be a JSON object$/],
-      [{ operations: [{ ...S, producerSub: 'mallory' }] }, 'timer_field_server_owned', /^operations\[0\]: "producerSub" is owned by the server/],
-      [{ operations: [{ ...S, deliverAt: '2030-01-01T00:00:00Z' }] }, 'timer_field_server_owned', /"deliverAt" is owned/],
-      [{ operations: [{ ...S, delay_seconds: 5 }] }, 'timer_field_server_owned', /"delay_seconds" is owned/],
-      [{ operations: [{ ...S, _trace: 1 }] }, 'timer_field_server_owned', /"_trace" is owned/],
-      [{ operations: [{ op: 'cancel', queue: 'q', timerKey: 'k', tenantId: 'x' }] }, 'timer_field_server_owned', /"tenantId" is owned/],
-      [{ operations: [{ ...S, fireAt: 5 }] }, 'timer_field_unknown', /unknown field "fireAt"/],
-      [{ operations: [{ op: 'cancel', queue: 'q', timerKey: 'k', payload: 'MQ==' }] }, 'timer_field_not_allowed', /a cancel takes/],
-      [{ operations: [{ ...S, queue: undefined }] }, 'timer_queue_invalid', /queue is required/],
-      [{ operations: [{ ...S, queue: 'q'.repeat(256) }] }, 'timer_queue_invalid', /1 to 255 bytes/],
-      [{ operations: [{ ...S, timerKey: '' }] }, 'timer_key_invalid', /1 to 1024 bytes/],
-      [{ operations: [{ ...S, timerKey: 'k\u0000' }] }, 'timer_key_invalid', /timerKey is required/],
-      [{ operations: [{ ...S, txn: 5 }] }, 'timer_txn_invalid', /txn must be a string/],
-      [{ operations: [{ ...S, partition: '' }] }, 'timer_partition_invalid', /partition must be 1 to 255/],
-      [{ operations: [{ ...S, delayMs: '5' }] }, 'timer_delay_invalid', /delayMs must be an integer/],
-      [{ operations: [{ ...S, delayMs: 1.5 }] }, 'timer_delay_invalid', /delayMs must be an integer/],
-      [{ operations: [{ ...S, delayMs: undefined }] }, 'timer_delay_invalid', /delayMs is required/],
-      [{ operations: [{ ...S, delayMs: 315360000001 }] }, 'timer_delay_invalid', /between -315360000000 and 315360000000/],
-      [{ operations: [{ ...S, payload: undefined }] }, 'timer_payload_missing', /payload is required/],
-      [{ operations: [{ ...S, payload: { a: 1 } }] }, 'timer_payload_not_base64', /payload must be a string/],
-      [{ operations: [{ ...S, payload: 'a b' }] }, 'timer_payload_not_base64', /payload is not base64/],
-      [{ operations: [{ ...S, payload: b64('{"a":') }] }, 'timer_payload_not_json', /payload must be one JSON text/],
-      [{ operations: [{ ...S, payload: '' }] }, 'timer_payload_not_json', /it is empty/],
-      [{ operations: [{ ...S, payloadZstd: 'yes' }] }, 'timer_payload_zstd_invalid', /true or false/],
-      [{ operations: Array.from({ length: 1001 }, (_, i) => ({ op: 'cancel', queue: 'q', timerKey: `k${i}` })) }, 'timer_batch_too_large', /at most 1000/],
+      ['{"operations":', 'timer_invalid_body:invalid_json', /^Invalid JSON: /],
+      ['', 'timer_invalid_body:empty', /^the body is empty/],
+      ['[]', 'timer_invalid_body:shape', /^the body is \{"operations": \[op, \.\.\.\]\} and nothing else/],
+      [{ queue: 'q', delayMs: 5, payload: { a: 1 } }, 'timer_invalid_body:shape', /server-id timer body.* is retired/],
+      [{ items: [{ queue: 'q', delayMs: 5 }] }, 'timer_invalid_body:shape', /is retired/],
+      [{ operations: [S], timers: [] }, 'timer_invalid_body:shape', /nothing else/],
+      [{ operations: {} }, 'timer_invalid_body:not_array', /^operations must be an array of timer ops$/],
+      [{ operations: [{ ...S, op: 'fire' }] }, 'timer_invalid_op:op_unknown', /^operations\[0\]: op must be "schedule", "reschedule" or "cancel"$/],
+      [{ operations: [S, 7] }, 'timer_invalid_op:not_object', /^operations\[1\]: an op must be a JSON object$/],
+      [{ operations: [{ ...S, producerSub: 'mallory' }] }, 'timer_server_owned_field:server_owned', /^operations\[0\]: "producerSub" is owned by the server/],
+      [{ operations: [{ ...S, deliverAt: '2030-01-01T00:00:00Z' }] }, 'timer_server_owned_field:server_owned', /"deliverAt" is owned/],
+      [{ operations: [{ ...S, delay_seconds: 5 }] }, 'timer_server_owned_field:server_owned', /"delay_seconds" is owned/],
+      [{ operations: [{ ...S, _trace: 1 }] }, 'timer_server_owned_field:server_owned', /"_trace" is owned/],
+      [{ operations: [{ op: 'cancel', queue: 'q', timerKey: 'k', tenantId: 'x' }] }, 'timer_server_owned_field:server_owned', /"tenantId" is owned/],
+      [{ operations: [{ ...S, fireAt: 5 }] }, 'timer_unknown_field:unknown', /unknown field "fireAt"/],
+      [{ operations: [{ op: 'cancel', queue: 'q', timerKey: 'k', payload: 'MQ==' }] }, 'timer_unknown_field:not_for_cancel', /a cancel takes/],
+      [{ operations: [{ ...S, queue: undefined }] }, 'timer_invalid_name:queue_missing', /queue is required/],
+      [{ operations: [{ ...S, queue: 'q'.repeat(256) }] }, 'timer_invalid_name:queue_invalid', /1 to 255 bytes/],
+      [{ operations: [{ ...S, timerKey: '' }] }, 'timer_invalid_name:key_invalid', /1 to 1024 bytes/],
+      [{ operations: [{ ...S, timerKey: 'k\u0000' }] }, 'timer_invalid_name:key_missing', /timerKey is required/],
+      [{ operations: [{ ...S, txn: 5 }] }, 'timer_invalid_name:txn_invalid', /txn must be a string/],
+      [{ operations: [{ ...S, partition: '' }] }, 'timer_invalid_name:partition_invalid', /partition must be 1 to 255/],
+      [{ operations: [{ ...S, delayMs: '5' }] }, 'timer_invalid_delay:not_integer', /delayMs must be an integer/],
+      [{ operations: [{ ...S, delayMs: 1.5 }] }, 'timer_invalid_delay:not_integer', /delayMs must be an integer/],
+      [{ operations: [{ ...S, delayMs: undefined }] }, 'timer_invalid_delay:missing', /delayMs is required/],
+      [{ operations: [{ ...S, delayMs: 315360000001 }] }, 'timer_invalid_delay:out_of_range', /between -315360000000 and 315360000000/],
+      [{ operations: [{ ...S, payload: undefined }] }, 'timer_invalid_payload:missing', /payload is required/],
+      [{ operations: [{ ...S, payload: { a: 1 } }] }, 'timer_invalid_payload:not_base64', /payload must be a string/],
+      [{ operations: [{ ...S, payload: 'a b' }] }, 'timer_invalid_payload:not_base64', /payload is not base64/],
+      [{ operations: [{ ...S, payload: b64('{"a":') }] }, 'timer_invalid_payload:not_json', /payload must be one JSON text/],
+      [{ operations: [{ ...S, payload: '' }] }, 'timer_invalid_payload:not_json', /it is empty/],
+      [{ operations: [{ ...S, payloadZstd: 'yes' }] }, 'timer_invalid_payload:zstd_invalid', /true or false/],
+      [{ operations: Array.from({ length: 1001 }, (_, i) => ({ op: 'cancel', queue: 'q', timerKey: `k${i}` })) }, 'timer_limit_exceeded:too_many_ops', /at most 1000/],
     ];
-    for (const [body, reason, detail] of cases) {
-      test(`${reason}: ${JSON.stringify(body).slice(0, 90)}`, async () => {
-        refusal(await post(a.url, '/api/v1/timers', body), 400, reason, detail);
+    for (const [body, want, detail] of cases) {
+      test(`${want}: ${JSON.stringify(body).slice(0, 90)}`, async () => {
+        const j = refusal(await post(a.url, '/api/v1/timers', body), 400, want, detail);
+        // the op at fault, when one is
+        const at = /^operations\[(\d+)\]/.exec(j.detail);
+        assert.equal(j.index, at ? Number(at[1]) : undefined, JSON.stringify(j));
       });
     }
     test('the path routes: the queue and key bounds, the retired server-id routes', async () => {
-      refusal(await get(a.url, `/api/v1/timers/q/${'k'.repeat(1025)}`), 400, 'timer_key_invalid');
-      refusal(await api(a.url, 'DELETE', `/api/v1/timers/${'q'.repeat(256)}/k`), 400, 'timer_queue_invalid');
-      refusal(await api(a.url, 'DELETE', `/api/v1/timers/q/k?txn=${'t'.repeat(256)}`), 400, 'timer_txn_invalid');
+      refusal(await get(a.url, `/api/v1/timers/q/${'k'.repeat(1025)}`), 400, 'timer_invalid_name:key_invalid');
+      refusal(await api(a.url, 'DELETE', `/api/v1/timers/${'q'.repeat(256)}/k`), 400, 'timer_invalid_name:queue_invalid');
+      refusal(await api(a.url, 'DELETE', `/api/v1/timers/q/k?txn=${'t'.repeat(256)}`), 400, 'timer_invalid_name:txn_invalid');
       // GET /api/v1/timers (the tenant-wide list) and DELETE /api/v1/timers/:id are gone
       assert.equal((await get(a.url, '/api/v1/timers')).status, 405);
       assert.equal((await api(a.url, 'DELETE', '/api/v1/timers/01900000-0000-7000-8000-000000000000')).status, 405);

@@ -54,7 +54,15 @@ static void parse_op(parsed *p, const char *op)
     buf_free(&b);
 }
 
-/* The op is refused with this reason, and the detail holds `detail`. */
+/* "code:reason" of a refusal */
+static const char *code_reason(const timer_refusal *w)
+{
+    static char out[128];
+    snprintf(out, sizeof out, "%s:%s", w->code, w->reason);
+    return out;
+}
+
+/* The op is refused with this "code:reason", and the detail holds `detail`. */
 static void refused(const char *op, const char *reason, const char *detail)
 {
     parsed p;
@@ -62,7 +70,8 @@ static void refused(const char *op, const char *reason, const char *detail)
     if (p.rc != -1)
         fail_msg("expected a refusal for %s", op);
     assert_int_equal(p.why.status, 400);
-    assert_string_equal(p.why.reason, reason);
+    assert_string_equal(code_reason(&p.why), reason);
+    assert_int_equal(p.why.index, 0);
     if (!strstr(p.why.detail, detail))
         fail_msg("detail \"%s\" does not hold \"%s\"", p.why.detail, detail);
     parsed_free(&p);
@@ -150,19 +159,19 @@ static void test_delay(void **state)
     parsed_free(&p);
     const char *range = "delayMs must be an integer between -315360000000 and 315360000000";
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":315360000001}",
-            "timer_delay_invalid", range);
+            "timer_invalid_delay:out_of_range", range);
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":-315360000001}",
-            "timer_delay_invalid", range);
+            "timer_invalid_delay:out_of_range", range);
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":\"5\"}",
-            "timer_delay_invalid", range);
+            "timer_invalid_delay:not_integer", range);
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":1.5}",
-            "timer_delay_invalid", range);
+            "timer_invalid_delay:not_integer", range);
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":true}",
-            "timer_delay_invalid", range);
-    refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\"}", "timer_delay_invalid",
+            "timer_invalid_delay:not_integer", range);
+    refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\"}", "timer_invalid_delay:missing",
             "delayMs is required");
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":null}",
-            "timer_delay_invalid", "delayMs is required");
+            "timer_invalid_delay:missing", "delayMs is required");
 }
 
 /* Every field the server owns, in both spellings, and anything starting with '_': refused by
@@ -182,45 +191,45 @@ static void test_server_owned(void **state)
                  "\"%s\":\"mallory\"}",
                  owned[i]);
         snprintf(want, sizeof want, "operations[0]: \"%s\" is owned by the server", owned[i]);
-        refused(op, "timer_field_server_owned", want);
+        refused(op, "timer_server_owned_field:server_owned", want);
         snprintf(op, sizeof op, "{\"%s\":1,\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\"}", owned[i]);
-        refused(op, "timer_field_server_owned", want);
+        refused(op, "timer_server_owned_field:server_owned", want);
     }
     /* an escaped underscore is one too */
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"\\u005fsecret\":1}", "timer_field_server_owned",
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"\\u005fsecret\":1}", "timer_server_owned_field:server_owned",
             "\"_secret\" is owned by the server");
     /* "tenant" is owned; "tenants" is merely unknown */
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"tenants\":1}", "timer_field_unknown",
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"tenants\":1}", "timer_unknown_field:unknown",
             "unknown field \"tenants\"");
 }
 
 static void test_fields(void **state)
 {
     (void)state;
-    refused("{\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_op_invalid", "op must be");
-    refused("{\"op\":\"Schedule\",\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_op_invalid", "op must be");
-    refused("{\"op\":1,\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_op_invalid", "op must be");
-    refused("[1]", "timer_op_invalid", "operations[0]: an op must be a JSON object");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"when\":1}", "timer_field_unknown",
+    refused("{\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_invalid_op:op_unknown", "op must be");
+    refused("{\"op\":\"Schedule\",\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_invalid_op:op_unknown", "op must be");
+    refused("{\"op\":1,\"queue\":\"q\",\"timerKey\":\"k\"}", "timer_invalid_op:op_unknown", "op must be");
+    refused("[1]", "timer_invalid_op:not_object", "operations[0]: an op must be a JSON object");
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"when\":1}", "timer_unknown_field:unknown",
             "operations[0]: unknown field \"when\"");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1}", "timer_field_not_allowed",
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1}", "timer_unknown_field:not_for_cancel",
             "a cancel takes op, queue, timerKey and txn, not \"delayMs\"");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\"}", "timer_field_not_allowed",
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\"}", "timer_unknown_field:not_for_cancel",
             "not \"payload\"");
-    refused("{\"op\":\"cancel\",\"timerKey\":\"k\"}", "timer_queue_invalid", "queue is required");
-    refused("{\"op\":\"cancel\",\"queue\":5,\"timerKey\":\"k\"}", "timer_queue_invalid", "queue is required");
-    refused("{\"op\":\"cancel\",\"queue\":\"\",\"timerKey\":\"k\"}", "timer_queue_invalid", "queue must be 1 to 255 bytes");
-    refused("{\"op\":\"cancel\",\"queue\":\"a\\u0000b\",\"timerKey\":\"k\"}", "timer_queue_invalid",
+    refused("{\"op\":\"cancel\",\"timerKey\":\"k\"}", "timer_invalid_name:queue_missing", "queue is required");
+    refused("{\"op\":\"cancel\",\"queue\":5,\"timerKey\":\"k\"}", "timer_invalid_name:queue_missing", "queue is required");
+    refused("{\"op\":\"cancel\",\"queue\":\"\",\"timerKey\":\"k\"}", "timer_invalid_name:queue_invalid", "queue must be 1 to 255 bytes");
+    refused("{\"op\":\"cancel\",\"queue\":\"a\\u0000b\",\"timerKey\":\"k\"}", "timer_invalid_name:queue_missing",
             "queue is required");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\"}", "timer_key_invalid", "timerKey is required");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"\"}", "timer_key_invalid", "timerKey must be 1 to 1024");
-    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"txn\":7}", "timer_txn_invalid", "txn must be a string");
+    refused("{\"op\":\"cancel\",\"queue\":\"q\"}", "timer_invalid_name:key_missing", "timerKey is required");
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"\"}", "timer_invalid_name:key_invalid", "timerKey must be 1 to 1024");
+    refused("{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"txn\":7}", "timer_invalid_name:txn_invalid", "txn must be a string");
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":1,\"partition\":\"\"}",
-            "timer_partition_invalid", "partition must be 1 to 255 bytes");
+            "timer_invalid_name:partition_invalid", "partition must be 1 to 255 bytes");
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":1,\"partition\":[]}",
-            "timer_partition_invalid", "partition must be a string");
+            "timer_invalid_name:partition_invalid", "partition must be a string");
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":1,\"payloadZstd\":1}",
-            "timer_payload_zstd_invalid", "payloadZstd must be true or false");
+            "timer_invalid_payload:zstd_invalid", "payloadZstd must be true or false");
     /* the bounds of the names, both sides */
     buf b, op;
     buf_init(&b, 0);
@@ -234,13 +243,13 @@ static void test_fields(void **state)
     parsed_free(&p);
     buf_reset(&op);
     buf_printf(&op, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"%sk\"}", buf_cstr(&b));
-    refused(buf_cstr(&op), "timer_key_invalid", "timerKey must be 1 to 1024 bytes");
+    refused(buf_cstr(&op), "timer_invalid_name:key_invalid", "timerKey must be 1 to 1024 bytes");
     buf_reset(&op);
     buf_printf(&op, "{\"op\":\"cancel\",\"queue\":\"%.256s\",\"timerKey\":\"k\"}", buf_cstr(&b));
-    refused(buf_cstr(&op), "timer_queue_invalid", "queue must be 1 to 255 bytes");
+    refused(buf_cstr(&op), "timer_invalid_name:queue_invalid", "queue must be 1 to 255 bytes");
     buf_reset(&op);
     buf_printf(&op, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"txn\":\"%.256s\"}", buf_cstr(&b));
-    refused(buf_cstr(&op), "timer_txn_invalid", "txn must be 1 to 255 bytes");
+    refused(buf_cstr(&op), "timer_invalid_name:txn_invalid", "txn must be 1 to 255 bytes");
     buf_free(&b);
     buf_free(&op);
 }
@@ -252,21 +261,21 @@ static void test_payloads(void **state)
     buf_init(&k, 0);
     char op[600];
 #define SCHED "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1,\"payload\":"
-    refused(SCHED "null}", "timer_payload_missing", "payload is required");
-    refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1}", "timer_payload_missing",
+    refused(SCHED "null}", "timer_invalid_payload:missing", "payload is required");
+    refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1}", "timer_invalid_payload:missing",
             "payload is required");
-    refused(SCHED "{\"a\":1}}", "timer_payload_not_base64", "payload must be a string");
-    refused(SCHED "\"not base64!\"}", "timer_payload_not_base64", "payload is not base64");
-    refused(SCHED "\"Zh==\"}", "timer_payload_not_base64", "payload is not base64"); /* trailing bits */
-    refused(SCHED "\"-_8=\"}", "timer_payload_not_base64", "payload is not base64");  /* URL-safe: not this wire */
-    refused(SCHED "\"MQ\\u0000\"}", "timer_payload_not_base64", "NUL");
-    refused(SCHED "\"\"}", "timer_payload_not_json", "it is empty");
+    refused(SCHED "{\"a\":1}}", "timer_invalid_payload:not_base64", "payload must be a string");
+    refused(SCHED "\"not base64!\"}", "timer_invalid_payload:not_base64", "payload is not base64");
+    refused(SCHED "\"Zh==\"}", "timer_invalid_payload:not_base64", "payload is not base64"); /* trailing bits */
+    refused(SCHED "\"-_8=\"}", "timer_invalid_payload:not_base64", "payload is not base64");  /* URL-safe: not this wire */
+    refused(SCHED "\"MQ\\u0000\"}", "timer_invalid_payload:not_base64", "NUL");
+    refused(SCHED "\"\"}", "timer_invalid_payload:not_json", "it is empty");
     snprintf(op, sizeof op, SCHED "\"%s\"}", b64("{\"a\":", 5, &k));
-    refused(op, "timer_payload_not_json", "payload must be one JSON text");
+    refused(op, "timer_invalid_payload:not_json", "payload must be one JSON text");
     snprintf(op, sizeof op, SCHED "\"%s\"}", b64("1 2", 3, &k));
-    refused(op, "timer_payload_not_json", "payload must be one JSON text");
+    refused(op, "timer_invalid_payload:not_json", "payload must be one JSON text");
     snprintf(op, sizeof op, SCHED "\"%s\"}", b64("\"\xff\"", 3, &k));
-    refused(op, "timer_payload_not_json", "payload must be one JSON text");
+    refused(op, "timer_invalid_payload:not_json", "payload must be one JSON text");
     /* any JSON text, kept as sent (blanks included) */
     parsed p;
     snprintf(op, sizeof op, SCHED "\"%s\"}", b64(" [ \"caf\\u00e9\" , 1.50 ] ", 24, &k));
@@ -290,7 +299,7 @@ static void test_payloads(void **state)
         parse_op(&p, buf_cstr(&body));
         if (extra) {
             assert_int_equal(p.rc, -1);
-            assert_string_equal(p.why.reason, "timer_payload_too_large");
+            assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:payload_too_large");
             assert_non_null(strstr(p.why.detail, "at most 4194304"));
         } else {
             assert_int_equal(p.rc, 0);
@@ -350,11 +359,11 @@ static void test_zstd(void **state)
     parsed_free(&p);
     /* no content size in the header */
     zstd_b64(json, strlen(json), 1, &z);
-    refused(ZOP(buf_cstr(&z)), "timer_payload_zstd_invalid", "must carry its content size");
+    refused(ZOP(buf_cstr(&z)), "timer_invalid_payload:zstd_invalid", "must carry its content size");
     /* not a frame at all: the JSON's own base64 with payloadZstd set */
     buf_reset(&z);
     b64_encode(&z, json, strlen(json));
-    refused(ZOP(buf_cstr(&z)), "timer_payload_zstd_invalid", "is not a zstd frame");
+    refused(ZOP(buf_cstr(&z)), "timer_invalid_payload:zstd_invalid", "is not a zstd frame");
     /* two frames, or a frame and trailing bytes */
     {
         size_t cap = ZSTD_compressBound(strlen(json));
@@ -363,25 +372,25 @@ static void test_zstd(void **state)
         memcpy(f + n1, f, n1);
         buf_reset(&z);
         b64_encode(&z, f, 2 * n1);
-        refused(ZOP(buf_cstr(&z)), "timer_payload_zstd_invalid", "exactly one zstd frame");
+        refused(ZOP(buf_cstr(&z)), "timer_invalid_payload:zstd_invalid", "exactly one zstd frame");
         f[n1] = 'x';
         buf_reset(&z);
         b64_encode(&z, f, n1 + 1);
-        refused(ZOP(buf_cstr(&z)), "timer_payload_zstd_invalid", "exactly one zstd frame");
+        refused(ZOP(buf_cstr(&z)), "timer_invalid_payload:zstd_invalid", "exactly one zstd frame");
         /* a damaged frame: its checksum or its blocks fail */
         f[n1 / 2] ^= 0x55;
         buf_reset(&z);
         b64_encode(&z, f, n1);
         parse_op(&p, ZOP(buf_cstr(&z)));
         assert_int_equal(p.rc, -1);
-        assert_true(strcmp(p.why.reason, "timer_payload_zstd_invalid") == 0 ||
-                    strcmp(p.why.reason, "timer_payload_not_json") == 0);
+        assert_true(strcmp(code_reason(&p.why), "timer_invalid_payload:zstd_invalid") == 0 ||
+                    strcmp(code_reason(&p.why), "timer_invalid_payload:not_json") == 0);
         parsed_free(&p);
         free(f);
     }
     /* decompresses to something that is not JSON */
     zstd_b64("{\"a\":", 5, 0, &z);
-    refused(ZOP(buf_cstr(&z)), "timer_payload_not_json", "payload must be one JSON text");
+    refused(ZOP(buf_cstr(&z)), "timer_invalid_payload:not_json", "payload must be one JSON text");
     /* the limit applies to the decompressed bytes, both sides */
     for (int extra = 0; extra <= 1; extra++) {
         size_t n = TIMER_PAYLOAD_MAX_BYTES + (size_t)extra;
@@ -391,7 +400,7 @@ static void test_zstd(void **state)
         parse_op(&p, ZOP(buf_cstr(&z)));
         if (extra) {
             assert_int_equal(p.rc, -1);
-            assert_string_equal(p.why.reason, "timer_payload_too_large");
+            assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:payload_too_large");
             assert_non_null(strstr(p.why.detail, "decompresses to 4194305 bytes"));
         } else {
             assert_int_equal(p.rc, 0);
@@ -422,19 +431,21 @@ static void test_bodies(void **state)
     for (size_t i = 0; i < ARRAY_LEN(bodies); i++) {
         parse(&p, bodies[i]);
         assert_int_equal(p.rc, -1);
-        assert_string_equal(p.why.reason, "timer_body_invalid");
+        assert_string_equal(code_reason(&p.why), "timer_invalid_body:shape");
+        assert_int_equal(p.why.index, -1);
         assert_non_null(strstr(p.why.detail, shape));
         parsed_free(&p);
     }
     parse(&p, "{\"operations\":{}}");
     assert_int_equal(p.rc, -1);
-    assert_string_equal(p.why.reason, "timer_body_invalid");
+    assert_string_equal(code_reason(&p.why), "timer_invalid_body:not_array");
     assert_string_equal(p.why.detail, "operations must be an array of timer ops");
     parsed_free(&p);
     /* the second op's refusal names it */
     parse(&p, "{\"operations\":[{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\"},{\"op\":\"x\"}]}");
     assert_int_equal(p.rc, -1);
     assert_non_null(strstr(p.why.detail, "operations[1]: op must be"));
+    assert_int_equal(p.why.index, 1);
     parsed_free(&p);
     /* at most TIMER_BATCH_MAX_OPS, both sides */
     for (int extra = 0; extra <= 1; extra++) {
@@ -447,7 +458,7 @@ static void test_bodies(void **state)
         parse(&p, buf_cstr(&b));
         if (extra) {
             assert_int_equal(p.rc, -1);
-            assert_string_equal(p.why.reason, "timer_batch_too_large");
+            assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:too_many_ops");
             assert_string_equal(p.why.detail, "operations holds 1001 ops; at most 1000 are taken at once");
         } else {
             assert_int_equal(p.rc, 0);
@@ -485,11 +496,11 @@ static void test_cancel_op(void **state)
     char big[1100];
     memset(big, 'k', sizeof big);
     assert_int_equal(timer_cancel_op("q", 1, big, 1025, NULL, 0, &op, &why), -1);
-    assert_string_equal(why.reason, "timer_key_invalid");
+    assert_string_equal(code_reason(&why), "timer_invalid_name:key_invalid");
     assert_int_equal(timer_cancel_op(big, 256, "k", 1, NULL, 0, &op, &why), -1);
-    assert_string_equal(why.reason, "timer_queue_invalid");
+    assert_string_equal(code_reason(&why), "timer_invalid_name:queue_invalid");
     assert_int_equal(timer_cancel_op("q", 1, "k", 1, big, 256, &op, &why), -1);
-    assert_string_equal(why.reason, "timer_txn_invalid");
+    assert_string_equal(code_reason(&why), "timer_invalid_name:txn_invalid");
 }
 
 /* The stored record decodes back to what was given, payload byte for byte; its transactionId
