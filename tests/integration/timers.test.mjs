@@ -490,6 +490,29 @@ describe('two nodes on one database', () => {
     assert.equal(dupsAfter - dupsBefore, 2);
   });
 
+  test('queen.timer_ops_v1 applies in its caller\'s transaction (the contract of the transaction rider)', async () => {
+    const hex = (t) => Buffer.from(t).toString('hex');
+    // a record: flags 0x10 (producer txn), txn "rt", payload 1
+    const rec = `\\x10${'02' + hex('rt')}01${hex('1')}`;
+    const call = (key) => `SELECT o_status FROM queen.timer_ops_v1('00000000-0000-0000-0000-000000000001', ARRAY[0],
+      ARRAY['rider'], ARRAY['${key}'], ARRAY['Default'], ARRAY['rt'], ARRAY[3600000000]::int8[], ARRAY[gen_random_uuid()],
+      ARRAY[1], ARRAY['${rec}'::bytea]);`;
+    pg.psqlScript(`BEGIN; ${call('rolled-back')} ROLLBACK;`);
+    pg.psqlScript(`BEGIN; ${call('committed')} COMMIT;`);
+    // a transaction that fails after the ops (a rider whose pushes fail) keeps none of them
+    assert.throws(() => pg.psqlScript(`BEGIN; ${call('failed')} SELECT 1 / 0; COMMIT;`), /division by zero/);
+    assert.deepEqual((await pending(a, 'rider')).map((x) => x.timerKey), ['committed']);
+    assert.equal(unb64((await peek(b, 'rider', 'committed')).json.payload), '1');
+    // a plaintext record for an encrypted queue is refused before anything is written (QE002);
+    // the queue row is the test's own (these nodes have no key to configure one)
+    pg.psql("INSERT INTO queen.queues (tenant_id, name, options, configured) VALUES ('00000000-0000-0000-0000-000000000001', 'rider-enc', '{\"encryptionEnabled\": true}', true)");
+    assert.throws(() => pg.psqlScript(call('x').replace("ARRAY['rider']", "ARRAY['rider-enc']")),
+      /timer_ops_v1: op 1 \(queue "rider-enc"\) needs its payload sealed/);
+    assert.equal(pg.psql("SELECT count(*) FROM queen.log_timers WHERE queue = 'rider-enc'"), '0');
+    pg.psql("DELETE FROM queen.queues WHERE name = 'rider-enc'"); // a row of the test's own: no clock, no partition
+    await cancel(a, 'rider', 'committed');
+  });
+
   describe('refusals: the 2.x envelope, a stable reason, nothing stored', () => {
     const S = { op: 'schedule', queue: 'q', timerKey: 'k', payload: b64('1'), delayMs: 5 };
     const cases = [
