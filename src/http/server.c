@@ -219,16 +219,22 @@ void http_error_open(buf *b, const http_req *r, int status, const char *code, co
     }
 }
 
-static void respond_error_v(http_req *r, int status, const char *code, const char *param, const char *fmt,
-                            va_list ap)
+/* A 500 is logged with its request id, once (unless a line was written for it already). */
+static void log_500_once(http_req *r, int status, const char *msg)
 {
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
     if (status == 500 && !r->error_logged) {
         log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
                   msg);
         r->error_logged = 1;
     }
+}
+
+static void respond_error_v(http_req *r, int status, const char *code, const char *param, const char *fmt,
+                            va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_500_once(r, status, msg);
     buf b;
     buf_init(&b, 0);
     http_error_open(&b, r, status, code, msg);
@@ -278,11 +284,7 @@ void http_respond_refusal(http_req *r, int status, const char *code, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (status == 500 && !r->error_logged) {
-        log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
-                  msg);
-        r->error_logged = 1;
-    }
+    log_500_once(r, status, msg);
     buf b;
     buf_init(&b, 0);
     http_refusal_open(&b, status, code, reason, msg);

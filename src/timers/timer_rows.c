@@ -10,20 +10,6 @@
 #include "storage/record.h"
 #include "timers.h"
 
-static int64_t bin_i64(const PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
-        return 0;
-    return (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
-}
-
-static int32_t bin_i32(const PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 4)
-        return 0;
-    return (int32_t)be_get32((const uint8_t *)PQgetvalue(r, row, col));
-}
-
 static void put_text(buf *b, const PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col))
@@ -41,14 +27,14 @@ static void put_iso(buf *b, const PGresult *r, int row, int col)
         return;
     }
     char iso[32];
-    format_iso_us(bin_i64(r, row, col), iso);
+    format_iso_us(db_get_i64(r, row, col), iso);
     jw_cstr(b, iso);
 }
 
 void timer_result_json(buf *b, const timer_op *op, const struct pg_result *res, int row)
 {
     const PGresult *r = res;
-    int status = bin_i32(r, row, TIMER_OPS_STATUS);
+    int status = db_get_i32(r, row, TIMER_OPS_STATUS);
     const char *name = timer_status_name(status);
     int ok = status == TIMER_SCHEDULED || status == TIMER_RESCHEDULED || status == TIMER_CANCELLED;
     buf_printf(b, "{\"ok\":%s,\"status\":", ok ? "true" : "false");
@@ -84,7 +70,7 @@ int timer_row_members(buf *b, const struct pg_result *res, int row)
     put_text(b, r, row, TIMER_ROW_TXN);
     buf_puts(b, ",\"deliverAt\":");
     put_iso(b, r, row, TIMER_ROW_DELIVER_AT);
-    buf_printf(b, ",\"attempts\":%d,\"createdAt\":", (int)bin_i32(r, row, TIMER_ROW_ATTEMPTS));
+    buf_printf(b, ",\"attempts\":%d,\"createdAt\":", (int)db_get_i32(r, row, TIMER_ROW_ATTEMPTS));
     put_iso(b, r, row, TIMER_ROW_CREATED);
     /* the bytes as stored: the JSON text, or its sealed envelope (peek does not open it) */
     buf_puts(b, ",\"payload\":\"");
@@ -98,7 +84,7 @@ int64_t timer_ops_account(timer_metrics *m, const struct pg_result *res)
     const PGresult *r = res;
     int64_t soonest = INT64_MAX;
     for (int i = 0; i < PQntuples(r); i++) {
-        switch (bin_i32(r, i, TIMER_OPS_STATUS)) {
+        switch (db_get_i32(r, i, TIMER_OPS_STATUS)) {
         case TIMER_SCHEDULED: mc_add(&m->created, 1); break;
         case TIMER_RESCHEDULED: mc_add(&m->rescheduled, 1); break;
         case TIMER_CANCELLED: mc_add(&m->cancelled, 1); break;
@@ -106,7 +92,7 @@ int64_t timer_ops_account(timer_metrics *m, const struct pg_result *res)
         default: break;
         }
         if (!PQgetisnull(r, i, TIMER_OPS_IN_US)) {
-            int64_t in = bin_i64(r, i, TIMER_OPS_IN_US);
+            int64_t in = db_get_i64(r, i, TIMER_OPS_IN_US);
             if (in < soonest)
                 soonest = in;
         }
