@@ -338,7 +338,7 @@ describe('two nodes on one database', () => {
     const counts = {};
     let seq = 0;
     // each key's ops one after another (so their order is known), the keys in parallel,
-    // alternating the nodes, with delays about as long as an op takes: rounds of both nodes
+    // alternating the nodes, with delays from none to a few ops long: rounds of both nodes
     // fire some of these timers while the next reschedule is on its way
     await Promise.all(Array.from({ length: K }, async (_, k) => {
       const key = `race-${k}`;
@@ -347,7 +347,9 @@ describe('two nodes on one database', () => {
       for (let i = 0; i < OPS; i++) {
         const txn = `${key}-${i}`;
         const node = (k + i) % 2 ? a : b;
-        const op = sched('raced', key, JSON.stringify({ key, i }), (seq++ * 7) % 40, { txn, op: i % 3 ? 'reschedule' : 'schedule' });
+        // every fourth a while away (the next op surely replaces it), the others due about now
+        const delay = i % 4 === 0 && i < OPS - 1 ? 2000 : (seq++ * 7) % 120;
+        const op = sched('raced', key, JSON.stringify({ key, i }), delay, { txn, op: i % 3 ? 'reschedule' : 'schedule' });
         const r = await ops(node, [op]);
         assert.equal(r.status, 200, r.text);
         const { status, txn: got } = r.json.results[0];
