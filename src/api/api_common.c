@@ -41,10 +41,11 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/kv/:namespace/:key/putIfAbsent", api_kv_put_if_absent, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/kv/:namespace/:key/incr", api_kv_incr, ACCESS_READ_WRITE);
     /* timers (docs/http-api.md#timers) */
-    http_route(s, "POST", "/api/v1/timers", api_timer_create, ACCESS_READ_WRITE);
-    http_route(s, "GET", "/api/v1/timers", api_timer_list, ACCESS_READ_ONLY);
-    http_route(s, "GET", "/api/v1/timers/:id", api_timer_get, ACCESS_READ_ONLY);
-    http_route(s, "DELETE", "/api/v1/timers/:id", api_timer_cancel, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/timers", api_timer_ops, ACCESS_READ_WRITE);
+    /* before the list: "/api/v1/timers/q//" is the timer "/" of queue q */
+    http_route(s, "GET", "/api/v1/timers/:queue/*timerKey", api_timer_peek, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/api/v1/timers/:queue/*timerKey", api_timer_cancel, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/timers/:queue", api_timer_list, ACCESS_READ_ONLY);
 
     /* the admin surface; access levels as the earlier release's route table. Fixed paths come
      * before the patterns that would also match them (lagging before :group). */
@@ -288,6 +289,15 @@ void api_respond_db_error(http_req *r, const db_req *d)
     api_db_error_status(d, &status, &code, &sentence);
     api_log_db_error(r, d);
     http_respond_error_code(r, status, code, "%s", sentence);
+}
+
+void api_respond_db_refusal(http_req *r, const db_req *d)
+{
+    int status;
+    const char *code, *sentence;
+    api_db_error_status(d, &status, &code, &sentence);
+    api_log_db_error(r, d);
+    http_respond_refusal(r, status, code, code, "%s", sentence);
 }
 
 void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail)

@@ -226,10 +226,16 @@ static void render_kv_timer_metrics(app *a, buf *b)
     metric_help(b, "queen_kv_expired_reclaimed_total", "counter", "Expired KV keys deleted by this node");
     metric_u64(b, "queen_kv_expired_reclaimed_total", NULL, mc_get(&a->kvm.reclaimed));
     timer_metrics *tm = timer_job_metrics(a->timers);
-    metric_help(b, "queen_timers_created_total", "counter", "Timers accepted by this node");
+    metric_help(b, "queen_timers_created_total", "counter", "Timers scheduled through this node under a key not pending");
     metric_u64(b, "queen_timers_created_total", NULL, mc_get(&tm->created));
+    metric_help(b, "queen_timers_rescheduled_total", "counter",
+                "Schedules through this node that replaced a pending timer (which then never fired)");
+    metric_u64(b, "queen_timers_rescheduled_total", NULL, mc_get(&tm->rescheduled));
     metric_help(b, "queen_timers_cancelled_total", "counter", "Timers cancelled through this node");
     metric_u64(b, "queen_timers_cancelled_total", NULL, mc_get(&tm->cancelled));
+    metric_help(b, "queen_timers_too_late_total", "counter",
+                "Timer ops through this node that met their timer being fired (answered too_late)");
+    metric_u64(b, "queen_timers_too_late_total", NULL, mc_get(&tm->too_late));
     metric_help(b, "queen_timers_fired_total", "counter", "Timer records pushed by this node's firing rounds");
     metric_u64(b, "queen_timers_fired_total", NULL, mc_get(&tm->fired));
     metric_help(b, "queen_timers_duplicates_total", "counter",

@@ -1,30 +1,31 @@
-/* api_timers.c — the timer routes (docs/http-api.md, "Timers"): create, list, get, cancel.
- * Firing is the timer job's (src/timers/timer_job.c); a create on this node kicks it so a
+/* api_timers.c — the timer routes of the 2.x wire (docs/http-api.md, "Timers"): ops (schedule,
+ * reschedule, cancel) in one transaction, the standalone cancel, peek, and a queue's keyset
+ * listing. Refusals use the 2.x envelope {"error", "code", "reason", "detail"[, "index"]}.
+ * Firing is the timer job's (src/timers/timer_job.c); a schedule on this node kicks it so a
  * timer due soon does not wait for the next poll. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
-#include "core/uuid.h"
 #include "crypto/seal.h"
-#include "storage/logread.h"
 
-#define TIMER_LIST_DEFAULT_LIMIT 100
+/* Serialization failures and deadlocks: the ops are tried this many times in all. */
+#define TIMER_OPS_MAX_ATTEMPTS 5
 
 typedef struct timer_ctx {
     db_req dbr;
     timer_params p;
     http_req *http;
-    timer_spec *specs;
+    timer_op *ops;
     int n;
-    int is_batch;
+    int single;   /* the cancel route: the one result object, not {results} */
+    int refusals; /* QE002 answers so far (each seals one more queue) */
+    int attempts;
     int64_t limit;
-    int refusals;
 } timer_ctx;
-
-static void submit_create(timer_ctx *c);
 
 static timer_ctx *ctx_new(http_req *r)
 {
@@ -34,205 +35,233 @@ static timer_ctx *ctx_new(http_req *r)
     return c;
 }
 
-static void spec_json(buf *b, const timer_spec *s, int64_t fire_at)
+/* A refused request: the 2.x envelope, with the op at fault ("index", from 0) when there is one. */
+static void respond_refused(http_req *r, const timer_refusal *why)
 {
-    char id[37];
-    uuid_format(&s->id, id);
-    buf_printf(b, "{\"timerId\":\"%s\",\"queue\":", id);
-    jw_string(b, s->queue, s->queue_len);
-    buf_puts(b, ",\"partition\":");
-    jw_string(b, s->partition, s->partition_len);
-    buf_puts(b, ",\"fireAt\":");
-    buf_put_i64(b, fire_at);
-    buf_puts(b, ",\"transactionId\":");
-    jw_string(b, s->txn, s->txn_len);
-    buf_puts(b, ",\"traceId\":");
-    if (s->has_trace) {
-        uuid t;
-        memcpy(t.b, s->trace, 16);
-        char ts[37];
-        uuid_format(&t, ts);
-        jw_cstr(b, ts);
-    } else {
-        buf_puts(b, "null");
-    }
-    buf_putc(b, '}');
-}
-
-static void on_created(db_req *d)
-{
-    timer_ctx *c = d->arg;
-    http_req *r = c->http;
-    app *a = r->app;
-    timer_params_free(&c->p);
-    PGresult *res = d->res[0];
-    if (d->err != DB_OK || !res) {
-        api_respond_db_error(r, d);
-        db_req_clear(d);
-        return;
-    }
-    /* plaintext for a queue with encryptionEnabled: nothing was created; seal those and again */
-    int refused = 0;
-    for (int i = 0; i < PQntuples(res); i++) {
-        if (PQgetisnull(res, i, 3))
-            continue;
-        int64_t k = db_get_i64(res, i, 3);
-        if (k < 1 || k > c->n)
-            continue;
-        timer_spec *s = &c->specs[k - 1];
-        if (!seal_node_key()) {
-            char msg[400];
-            snprintf(msg, sizeof msg,
-                     "queue %.*s has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY to seal its "
-                     "payloads; no timer was created (create it through a node that has the key)",
-                     (int)s->queue_len, s->queue);
-            db_req_clear(d);
-            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
-            return;
-        }
-        sealq_set(pusher_sealq(a->push), r->tenant, s->queue, s->queue_len, 1, mono_ms());
-        s->seal = 1;
-        refused = 1;
-    }
-    if (refused) {
-        db_req_clear(d);
-        if (++c->refusals > c->n + 1) {
-            http_respond_error(r, 500, "the timer insert kept refusing sealed records as not sealed");
-            return;
-        }
-        submit_create(c);
-        return;
-    }
-    if (PQntuples(res) != c->n) {
-        http_respond_error(r, 500, "timer insert returned %d rows for %d timers", PQntuples(res), c->n);
-        db_req_clear(d);
-        return;
-    }
-    timer_metrics *tm = timer_job_metrics(a->timers);
-    mc_add(&tm->created, (uint64_t)c->n);
-    int64_t soonest = INT64_MAX;
     buf b;
     buf_init(&b, 0);
-    if (c->is_batch)
-        buf_putc(&b, '[');
-    for (int i = 0; i < c->n; i++) {
-        /* rows come in id order, and ids were made in request order */
-        const timer_spec *s = &c->specs[i];
-        if (memcmp(PQgetvalue(res, i, 0), s->id.b, 16) != 0) {
-            buf_free(&b);
-            http_respond_error(r, 500, "timer insert returned rows out of order");
-            db_req_clear(d);
-            return;
-        }
-        int64_t in_us = db_get_i64(res, i, 2);
-        if (in_us < soonest)
-            soonest = in_us;
-        if (i)
-            buf_putc(&b, ',');
-        spec_json(&b, s, db_get_i64(res, i, 1));
-    }
-    if (c->is_batch)
-        buf_putc(&b, ']');
-    db_req_clear(d);
-    timer_job_kick(a->timers, soonest);
-    http_respond_json(r, 201, &b);
+    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
+    if (why->index >= 0)
+        buf_printf(&b, ",\"index\":%d", why->index);
+    buf_putc(&b, '}');
+    http_respond_json(r, why->status, &b);
     buf_free(&b);
 }
 
-void api_timer_create(http_req *r)
-{
-    app *a = r->app;
-    json_doc d;
-    /* root(0) → items(1) → timer(2) → field values(3); a single timer stops at depth 1 anyway */
-    if (api_parse_body_or_respond(r, &d, 3) < 0)
-        return;
-    timer_ctx *c = ctx_new(r);
-    char err[600];
-    int rc = timer_parse_request(&d, &r->ar, &c->specs, &c->n, &c->is_batch, err, sizeof err);
-    json_doc_free(&d);
-    if (rc < 0) {
-        http_respond_error(r, 400, "%s", err);
-        return;
-    }
-    /* payloads of queues known to be encrypted are sealed here; the insert refuses the others */
-    sealq *sq = pusher_sealq(a->push);
-    uint64_t now = mono_ms();
-    for (int i = 0; i < c->n; i++)
-        c->specs[i].seal =
-            seal_node_key() && sealq_wants(sq, r->tenant, c->specs[i].queue, c->specs[i].queue_len, now);
-    http_async(r);
-    submit_create(c);
-}
+static void submit(timer_ctx *c, const char *sql, void (*done)(db_req *));
 
-static void submit_create(timer_ctx *c)
+/* ---- ops ---- */
+
+static void submit_ops(timer_ctx *c);
+
+/* Seals, from now on, the payloads of every op of op k's queue (QE002 named it). -1 after
+ * answering when this node has no key. */
+static int seal_queue_or_respond(timer_ctx *c, int k)
 {
     http_req *r = c->http;
-    app *a = r->app;
-    timer_create_params(r->tenant, c->specs, c->n, r->subject, r->subject ? strlen(r->subject) : 0, &c->p);
-    memset(&c->dbr, 0, sizeof c->dbr);
-    c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){TIMER_CREATE_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
-    c->dbr.done = on_created;
-    c->dbr.arg = c;
-    if (db_submit(a->db, &c->dbr) < 0) {
-        timer_params_free(&c->p);
-        api_respond_db_error(r, &c->dbr);
-    }
-}
-
-/* The path's timer id; -1 after answering 400. */
-static int path_id_or_respond(http_req *r, uuid *out)
-{
-    if (uuid_parse(r->params[0], r->param_lens[0], out) < 0) {
-        http_respond_error(r, 400, "timer id must be a UUID (the timerId a create answered)");
+    const timer_op *o = &c->ops[k];
+    if (!seal_node_key()) {
+        http_respond_refusal(r, PUSH_NO_KEY_STATUS, "encryption_key_missing", "no_node_key",
+                             "queue %.*s has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY to seal "
+                             "its payloads; no op was applied (send them through a node that has the key)",
+                             (int)o->queue_len, o->queue);
         return -1;
     }
+    app *a = r->app;
+    sealq_set(pusher_sealq(a->push), r->tenant, o->queue, o->queue_len, 1, mono_ms());
+    for (int i = 0; i < c->n; i++)
+        if (c->ops[i].queue_len == o->queue_len && memcmp(c->ops[i].queue, o->queue, o->queue_len) == 0)
+            c->ops[i].seal = 1;
     return 0;
 }
 
-static void on_got(db_req *d)
+static void on_ops(db_req *d)
+{
+    timer_ctx *c = d->arg;
+    http_req *r = c->http;
+    app *a = r->app;
+    timer_params_free(&c->p);
+    PGresult *res = d->res[0];
+    if (d->err == DB_SQL) {
+        int k = timer_ops_refused_op(d->sqlstate, d->errmsg);
+        int retry = strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0;
+        if (k >= 1 && k <= c->n) {
+            /* plaintext for a queue with encryptionEnabled: seal that queue's and send again */
+            db_req_clear(d);
+            if (seal_queue_or_respond(c, k - 1) < 0)
+                return;
+            if (++c->refusals > c->n + 1) {
+                http_respond_refusal(r, 500, "internal_error", NULL,
+                                     "timer_ops_v1 kept refusing sealed records as not sealed");
+                return;
+            }
+            submit_ops(c);
+            return;
+        }
+        if (retry && ++c->attempts < TIMER_OPS_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            submit_ops(c);
+            return;
+        }
+    }
+    if (d->err != DB_OK || !res) {
+        api_respond_db_refusal(r, d);
+        db_req_clear(d);
+        return;
+    }
+    int rows = PQntuples(res);
+    /* rows come in key order: o_index puts each result at its op's place */
+    int *at = arena_alloc(&r->ar, (size_t)(c->n ? c->n : 1) * sizeof *at);
+    for (int i = 0; i < c->n; i++)
+        at[i] = -1;
+    for (int i = 0; i < rows; i++) {
+        int k = db_get_i32(res, i, TIMER_OPS_INDEX);
+        if (k >= 1 && k <= c->n)
+            at[k - 1] = i;
+    }
+    for (int i = 0; i < c->n; i++) {
+        if (at[i] < 0) {
+            http_respond_refusal(r, 500, "internal_error", NULL, "timer_ops_v1 answered %d rows for %d ops", rows,
+                                 c->n);
+            db_req_clear(d);
+            return;
+        }
+    }
+    int64_t soonest = timer_ops_account(timer_job_metrics(a->timers), res);
+    buf b;
+    buf_init(&b, 0);
+    if (!c->single)
+        buf_puts(&b, "{\"results\":[");
+    for (int i = 0; i < c->n; i++) {
+        if (i)
+            buf_putc(&b, ',');
+        timer_result_json(&b, &c->ops[i], res, at[i]);
+    }
+    if (!c->single)
+        buf_puts(&b, "]}");
+    db_req_clear(d);
+    if (soonest != INT64_MAX)
+        timer_job_kick(a->timers, soonest);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void submit_ops(timer_ctx *c)
+{
+    http_req *r = c->http;
+    timer_ops_params(r->tenant, c->ops, c->n, r->subject, r->subject ? strlen(r->subject) : 0, &c->p);
+    submit(c, TIMER_OPS_SQL, on_ops);
+}
+
+/* Payloads of queues this node knows to be encrypted are sealed here; the function refuses
+ * the others (QE002) and on_ops seals and sends again. */
+static void start_ops(timer_ctx *c)
+{
+    http_req *r = c->http;
+    app *a = r->app;
+    sealq *sq = pusher_sealq(a->push);
+    uint64_t now = mono_ms();
+    for (int i = 0; i < c->n; i++)
+        c->ops[i].seal = c->ops[i].kind != TIMER_OP_CANCEL && seal_node_key() &&
+                         sealq_wants(sq, r->tenant, c->ops[i].queue, c->ops[i].queue_len, now);
+    http_async(r);
+    submit_ops(c);
+}
+
+void api_timer_ops(http_req *r)
+{
+    timer_refusal why = {0};
+    if (!r->body || r->body_len == 0) {
+        http_respond_refusal(r, 400, "timer_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
+        return;
+    }
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    /* root(0) → operations(1) → op(2) → field values(3) */
+    json_opts o = {.token_depth = 3};
+    if (json_parse(&d, r->body, r->body_len, &o) < 0) {
+        http_respond_refusal(r, 400, "timer_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
+        json_doc_free(&d);
+        return;
+    }
+    timer_ctx *c = ctx_new(r);
+    int rc = timer_ops_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    json_doc_free(&d);
+    if (rc < 0) {
+        respond_refused(r, &why);
+        return;
+    }
+    if (c->n == 0) {
+        buf b;
+        buf_init(&b, 0);
+        buf_puts(&b, "{\"results\":[]}");
+        http_respond_json(r, 200, &b);
+        buf_free(&b);
+        return;
+    }
+    start_ops(c);
+}
+
+void api_timer_cancel(http_req *r)
+{
+    timer_refusal why = {0};
+    timer_ctx *c = ctx_new(r);
+    c->ops = arena_alloc(&r->ar, sizeof *c->ops);
+    c->n = 1;
+    c->single = 1;
+    const char *txn = http_query(r, "txn");
+    if (timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], txn, txn ? strlen(txn) : 0,
+                        c->ops, &why) < 0) {
+        respond_refused(r, &why);
+        return;
+    }
+    start_ops(c);
+}
+
+/* ---- reads ---- */
+
+static void on_peeked(db_req *d)
 {
     timer_ctx *c = d->arg;
     http_req *r = c->http;
     timer_params_free(&c->p);
     PGresult *res = d->res[0];
     if (d->err != DB_OK || !res) {
-        api_respond_db_error(r, d);
-        db_req_clear(d);
-        return;
-    }
-    if (PQntuples(res) == 0) {
-        http_respond_error(r, 404, "timer not found (it fired, was cancelled, or never existed)");
+        api_respond_db_refusal(r, d);
         db_req_clear(d);
         return;
     }
     buf b;
     buf_init(&b, 0);
-    if (timer_row_json(&b, res, 0) < 0)
-        http_respond_error(r, 500, "the stored record of this timer could not be decoded");
-    else
-        http_respond_json(r, 200, &b);
-    buf_free(&b);
+    if (PQntuples(res) == 0) {
+        buf_puts(&b, "{\"found\":false}");
+    } else {
+        buf_puts(&b, "{\"found\":true,");
+        if (timer_row_members(&b, res, 0) < 0) {
+            buf_free(&b);
+            db_req_clear(d);
+            http_respond_refusal(r, 500, "internal_error", NULL, "the stored record of this timer could not be decoded");
+            return;
+        }
+        buf_putc(&b, '}');
+    }
     db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
 }
 
-void api_timer_get(http_req *r)
+void api_timer_peek(http_req *r)
 {
-    app *a = r->app;
-    uuid id;
-    if (path_id_or_respond(r, &id) < 0)
+    timer_refusal why = {0};
+    timer_op op;
+    if (timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], NULL, 0, &op, &why) < 0) {
+        respond_refused(r, &why);
         return;
-    timer_ctx *c = ctx_new(r);
-    timer_get_params(r->tenant, &id, &c->p);
-    c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){TIMER_GET_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
-    c->dbr.done = on_got;
-    c->dbr.arg = c;
-    http_async(r);
-    if (db_submit(a->db, &c->dbr) < 0) {
-        timer_params_free(&c->p);
-        api_respond_db_error(r, &c->dbr);
     }
+    timer_ctx *c = ctx_new(r);
+    timer_peek_params(r->tenant, op.queue, op.queue_len, op.key, op.key_len, &c->p);
+    http_async(r);
+    submit(c, TIMER_PEEK_SQL, on_peeked);
 }
 
 static void on_listed(db_req *d)
@@ -242,7 +271,7 @@ static void on_listed(db_req *d)
     timer_params_free(&c->p);
     PGresult *res = d->res[0];
     if (d->err != DB_OK || !res) {
-        api_respond_db_error(r, d);
+        api_respond_db_refusal(r, d);
         db_req_clear(d);
         return;
     }
@@ -250,119 +279,81 @@ static void on_listed(db_req *d)
     int64_t total = rows ? db_get_i64(res, 0, TIMER_ROW_TOTAL) : 0;
     if (rows > c->limit)
         rows = (int)c->limit;
-    int more = total > rows;
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timers\":[");
-    int shown = 0;
+    buf_puts(&b, "{\"rows\":[");
     for (int i = 0; i < rows; i++) {
-        if (shown)
+        if (i)
             buf_putc(&b, ',');
-        if (timer_row_json(&b, res, i) < 0) {
+        buf_putc(&b, '{');
+        if (timer_row_members(&b, res, i) < 0) {
             buf_free(&b);
-            http_respond_error(r, 500, "the stored record of a timer could not be decoded");
             db_req_clear(d);
+            http_respond_refusal(r, 500, "internal_error", NULL, "the stored record of a timer could not be decoded");
             return;
         }
-        shown++;
+        buf_putc(&b, '}');
     }
-    buf_printf(&b, "],\"more\":%s,\"after\":", more ? "true" : "false");
-    if (shown) {
-        char id[37];
-        format_uuid_text((const uint8_t *)PQgetvalue(res, shown - 1, TIMER_ROW_ID), id);
-        jw_cstr(&b, id);
-    } else {
+    /* the cursor is the last key shown: exclusive, so the next page starts after it */
+    buf_printf(&b, "],\"truncated\":%s,\"nextAfter\":", total > rows ? "true" : "false");
+    if (total > rows && rows > 0)
+        jw_string(&b, PQgetvalue(res, rows - 1, TIMER_ROW_KEY), (size_t)PQgetlength(res, rows - 1, TIMER_ROW_KEY));
+    else
         buf_puts(&b, "null");
-    }
     buf_putc(&b, '}');
+    db_req_clear(d);
     http_respond_json(r, 200, &b);
     buf_free(&b);
-    db_req_clear(d);
 }
 
 void api_timer_list(http_req *r)
 {
-    app *a = r->app;
+    timer_refusal why = {0};
+    timer_op op;
+    const char *after = http_query(r, "after");
+    size_t alen = after ? strlen(after) : 0;
+    /* the queue is checked like an op's; the cursor like a timerKey (any, "" = from the start) */
+    if (timer_cancel_op(r->params[0], r->param_lens[0], alen ? after : "-", alen ? alen : 1, NULL, 0, &op, &why) <
+        0) {
+        if (strncmp(why.reason, "key_", 4) == 0)
+            http_respond_refusal(r, 400, "timer_invalid_cursor", "after_too_long",
+                                 "after must be a timerKey from a previous page (at most %d bytes)",
+                                 TIMER_KEY_MAX_BYTES);
+        else
+            respond_refused(r, &why);
+        return;
+    }
     timer_ctx *c = ctx_new(r);
-    c->limit = TIMER_LIST_DEFAULT_LIMIT;
-    if (api_query_int(r, "limit", 1, TIMER_LIST_LIMIT_MAX, &c->limit) < 0) {
-        http_respond_error(r, 400, "limit must be an integer between 1 and %d", TIMER_LIST_LIMIT_MAX);
-        return;
+    /* clamped, never refused (as the 2.x client expects); only a non-number is refused */
+    c->limit = TIMER_LIST_LIMIT_DEFAULT;
+    const char *ls = http_query(r, "limit");
+    if (ls && *ls) {
+        char *end = NULL;
+        long long v = strtoll(ls, &end, 10);
+        if (!end || *end || end == ls) {
+            http_respond_refusal(r, 400, "timer_invalid_limit", "not_integer", "limit must be an integer (it is clamped to 1..%d)",
+                                 TIMER_LIST_LIMIT_MAX);
+            return;
+        }
+        c->limit = v < 1 ? 1 : v > TIMER_LIST_LIMIT_MAX ? TIMER_LIST_LIMIT_MAX : v;
     }
-    uuid after;
-    memset(&after, 0, sizeof after);
-    const char *as = http_query(r, "after");
-    if (as && *as && uuid_parse(as, strlen(as), &after) < 0) {
-        http_respond_error(r, 400, "after must be a timer id (a UUID) from a previous page");
-        return;
-    }
-    const char *queue = http_query(r, "queue");
-    size_t qlen = queue ? strlen(queue) : 0;
-    if (queue && qlen == 0)
-        queue = NULL;
-    if (queue && qlen > TIMER_NAME_MAX_BYTES) {
-        http_respond_error(r, 400, "queue must be at most %d bytes", TIMER_NAME_MAX_BYTES);
-        return;
-    }
-    if (queue && utf8_valid((const uint8_t *)queue, qlen) < 0) {
-        http_respond_error(r, 400, "queue must be valid UTF-8");
-        return;
-    }
-    timer_list_params(r->tenant, queue, qlen, &after, c->limit, &c->p);
-    c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){TIMER_LIST_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
-    c->dbr.done = on_listed;
-    c->dbr.arg = c;
+    timer_list_params(r->tenant, op.queue, op.queue_len, after, alen, c->limit, &c->p);
     http_async(r);
-    if (db_submit(a->db, &c->dbr) < 0) {
-        timer_params_free(&c->p);
-        api_respond_db_error(r, &c->dbr);
-    }
+    submit(c, TIMER_LIST_SQL, on_listed);
 }
 
-static void on_cancelled(db_req *d)
+/* One statement of c->p with binary results; a refused submission is answered 503. */
+static void submit(timer_ctx *c, const char *sql, void (*done)(db_req *))
 {
-    timer_ctx *c = d->arg;
     http_req *r = c->http;
     app *a = r->app;
-    timer_params_free(&c->p);
-    PGresult *res = d->res[0];
-    if (d->err != DB_OK || !res) {
-        api_respond_db_error(r, d);
-        db_req_clear(d);
-        return;
-    }
-    if (PQntuples(res) == 0) {
-        http_respond_error(r, 404, "timer not found (it fired, was cancelled, or never existed)");
-        db_req_clear(d);
-        return;
-    }
-    mc_add(&timer_job_metrics(a->timers)->cancelled, 1);
-    char id[37];
-    format_uuid_text((const uint8_t *)PQgetvalue(res, 0, 0), id);
-    buf b;
-    buf_init(&b, 0);
-    buf_printf(&b, "{\"timerId\":\"%s\",\"cancelled\":true}", id);
-    http_respond_json(r, 200, &b);
-    buf_free(&b);
-    db_req_clear(d);
-}
-
-void api_timer_cancel(http_req *r)
-{
-    app *a = r->app;
-    uuid id;
-    if (path_id_or_respond(r, &id) < 0)
-        return;
-    timer_ctx *c = ctx_new(r);
-    timer_get_params(r->tenant, &id, &c->p);
+    memset(&c->dbr, 0, sizeof c->dbr);
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){TIMER_CANCEL_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
-    c->dbr.done = on_cancelled;
+    c->dbr.stmt[0] = (db_stmt){sql, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
+    c->dbr.done = done;
     c->dbr.arg = c;
-    http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         timer_params_free(&c->p);
-        api_respond_db_error(r, &c->dbr);
+        api_respond_db_refusal(r, &c->dbr);
     }
 }

@@ -80,10 +80,10 @@ void api_kv_put_if_absent(http_req *r);
 void api_kv_delete(http_req *r);
 void api_kv_incr(http_req *r);
 void api_kv_batch(http_req *r);
-void api_timer_create(http_req *r);
-void api_timer_list(http_req *r);
-void api_timer_get(http_req *r);
+void api_timer_ops(http_req *r);
+void api_timer_peek(http_req *r);
 void api_timer_cancel(http_req *r);
+void api_timer_list(http_req *r);
 
 /* The admin surface (api_groups.c, api_dlq.c, api_resources.c, api_messages.c). */
 void api_groups_list(http_req *r);
@@ -148,6 +148,8 @@ int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t
 void api_db_error_status(const db_req *d, int *status, const char **code, const char **sentence);
 void api_log_db_error(http_req *r, const db_req *d); /* sets r->error_logged */
 void api_respond_db_error(http_req *r, const db_req *d);
+/* The same in the 2.x refusal envelope (http_respond_refusal): error, code and reason the code. */
+void api_respond_db_refusal(http_req *r, const db_req *d);
 /* The same for a failure another layer reported as a status and a message that may hold the
  * database's text (the push path): the message goes to the log only. */
 void api_respond_failure(http_req *r, int status, const char *sqlstate, const char *log_detail);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "core/base64.h"
 #include "core/util.h"
 #include "core/uuid.h"
 #include "json/json.h"
@@ -39,42 +40,9 @@ int auth_bearer(const char *h, const char **tok, size_t *len)
     return 0;
 }
 
-static int b64url_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
 int auth_b64url_decode(const char *s, size_t n, buf *out)
 {
-    if (n % 4 == 1)
-        return -1;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64url_val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf_putc(out, (char)((acc >> bits) & 0xff));
-        }
-    }
-    /* the bits left over must be zero, so one text decodes one way */
-    if (bits && (acc & ((1u << bits) - 1)))
-        return -1;
-    return 0;
+    return b64_decode_buf(s, n, out, B64_URL_ONLY | B64_NO_PADDING) < 0 ? -1 : 0;
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

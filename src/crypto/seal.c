@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/base64.h"
+
 static seal_key g_node_key;
 static int g_node_key_set;
 
@@ -151,62 +153,9 @@ static int hexval(unsigned char c)
     return -1;
 }
 
-/* Standard and URL-safe alphabets both decode. */
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
 static int is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Decodes base64 (padding optional, canonical trailing bits) into out (cap bytes). Returns the
- * decoded length, -1 for a character outside the alphabet or misplaced padding, -2 for a
- * length no base64 text has or non-zero trailing bits. A result longer than cap is counted
- * but not stored. */
-static long b64_decode(const char *s, size_t n, uint8_t *out, size_t cap)
-{
-    size_t pad = 0;
-    while (n > 0 && s[n - 1] == '=' && pad < 2) {
-        n--;
-        pad++;
-    }
-    if (pad && (n + pad) % 4 != 0)
-        return -1;
-    if (n % 4 == 1)
-        return -2;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o < cap)
-                out[o] = (uint8_t)(acc >> bits);
-            o++;
-            acc &= (1u << bits) - 1;
-        }
-    }
-    if (acc != 0)
-        return -2; /* bits past the last byte must be zero, or two texts would name one key */
-    return (long)o;
 }
 
 int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen)
@@ -239,13 +188,14 @@ int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen)
                  "hex digits");
         goto fail;
     }
-    long got = b64_decode(text, n, k.key, sizeof k.key);
+    /* standard and URL-safe alphabets both decode */
+    long got = b64_decode(text, n, k.key, sizeof k.key, B64_URL_TOO);
     if (got == 32)
         goto done;
     if (got >= 0)
         snprintf(err, errlen, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters and decodes "
                               "as base64 to %ld bytes", n, got);
-    else if (got == -1)
+    else if (got == B64_BAD_CHAR)
         snprintf(err, errlen, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters, not all "
                               "of them hex digits or base64", n);
     else

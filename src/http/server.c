@@ -219,16 +219,22 @@ void http_error_open(buf *b, const http_req *r, int status, const char *code, co
     }
 }
 
-static void respond_error_v(http_req *r, int status, const char *code, const char *param, const char *fmt,
-                            va_list ap)
+/* A 500 is logged with its request id, once (unless a line was written for it already). */
+static void log_500_once(http_req *r, int status, const char *msg)
 {
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
     if (status == 500 && !r->error_logged) {
         log_error("http", "request %s (%s %s): answered 500: %s", r->request_id, r->method, http_route_pattern(r),
                   msg);
         r->error_logged = 1;
     }
+}
+
+static void respond_error_v(http_req *r, int status, const char *code, const char *param, const char *fmt,
+                            va_list ap)
+{
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    log_500_once(r, status, msg);
     buf b;
     buf_init(&b, 0);
     http_error_open(&b, r, status, code, msg);
@@ -255,6 +261,40 @@ void http_respond_error_code(http_req *r, int status, const char *code, const ch
     va_start(ap, fmt);
     respond_error_v(r, status, code, NULL, fmt, ap);
     va_end(ap);
+}
+
+void http_refusal_open(buf *b, int status, const char *code, const char *reason, const char *detail)
+{
+    if (!code)
+        code = http_status_code(status);
+    buf_puts(b, "{\"error\":");
+    jw_cstr(b, code);
+    buf_puts(b, ",\"code\":");
+    jw_cstr(b, code);
+    buf_puts(b, ",\"reason\":");
+    jw_cstr(b, reason ? reason : code);
+    buf_puts(b, ",\"detail\":");
+    jw_string_lossy(b, detail, strlen(detail));
+}
+
+void http_respond_refusal(http_req *r, int status, const char *code, const char *reason, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_500_once(r, status, msg);
+    buf b;
+    buf_init(&b, 0);
+    http_refusal_open(&b, status, code, reason, msg);
+    if (status >= 500) {
+        buf_puts(&b, ",\"requestId\":");
+        jw_cstr(&b, r->request_id);
+    }
+    buf_putc(&b, '}');
+    http_respond_json(r, status, &b);
+    buf_free(&b);
 }
 
 void http_respond_bad_param(http_req *r, const char *name, const char *fmt, ...)

@@ -104,6 +104,17 @@ const char *http_status_code(int status);
 void http_respond_error_code(http_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void http_respond_error(http_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The refusal envelope of the 2.x families (timers, KV; docs/http-api.md, "Error bodies"):
+ * {"error": "<code>", "code": "<code>", "reason": "<stable id>", "detail": "<sentence>"
+ * [, "requestId": "<id>"]}. `code` is what a program branches on (the 2.x client reads code,
+ * else error: both hold it), `reason` the finer stable name of what was wrong, `detail` the
+ * human sentence. code NULL = http_status_code(status), reason NULL = the code. A 5xx carries
+ * requestId and a 500 is logged with it, as for http_respond_error. */
+void http_respond_refusal(http_req *r, int status, const char *code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Writes that envelope without its closing brace (and without requestId), for answers that
+ * add fields of their own ("index"). */
+void http_refusal_open(buf *b, int status, const char *code, const char *reason, const char *detail);
 /* 400 invalid_parameter with "parameter": name (a path or query parameter at fault, or NULL). */
 void http_respond_bad_param(http_req *r, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Writes the error object without its closing brace, for answers that add fields of their own. */

@@ -141,11 +141,13 @@ int url_route_init(url_route *rt, const char *method, char *pattern)
             p++;
         if (!*p)
             break;
-        if (rt->nsegs == URL_MAX_ROUTE_SEGS)
-            return -1;
+        if (rt->nsegs == URL_MAX_ROUTE_SEGS || rt->rest)
+            return -1; /* too many segments, or a segment after the rest of the path */
         rt->segs[rt->nsegs++] = p;
-        if (*p == ':' && ++nparams > URL_MAX_PARAMS)
+        if ((*p == ':' || *p == '*') && ++nparams > URL_MAX_PARAMS)
             return -1;
+        if (*p == '*')
+            rt->rest = 1;
         char *sl = strchr(p, '/');
         if (!sl)
             break;
@@ -161,14 +163,18 @@ int url_route_match(const url_route *routes, int n, const char *method, char *pa
     const char *segs[URL_MAX_PATH_SEGS];
     size_t lens[URL_MAX_PATH_SEGS];
     int nsegs = 0;
+    int overflow = 0; /* more segments than URL_MAX_PATH_SEGS: only a rest-of-path route can match */
+    char *end = path + strlen(path);
     *method_mismatch = 0;
     m->nparams = 0;
     char *p = path;
     while (*p == '/')
         p++;
     while (*p) {
-        if (nsegs == URL_MAX_PATH_SEGS)
-            return -1;
+        if (nsegs == URL_MAX_PATH_SEGS) {
+            overflow = 1;
+            break;
+        }
         segs[nsegs] = p;
         char *sl = strchr(p, '/');
         if (sl)
@@ -179,15 +185,18 @@ int url_route_match(const url_route *routes, int n, const char *method, char *pa
             break;
         p = sl + 1;
     }
-    /* a trailing slash leaves an empty last segment: ignore it */
+    /* a trailing slash leaves an empty last segment: ignore it (a rest-of-path parameter keeps
+     * it: it takes everything to the end of the path) */
+    int nraw = nsegs;
     if (nsegs > 0 && lens[nsegs - 1] == 0)
         nsegs--;
     for (int i = 0; i < n; i++) {
         const url_route *rt = &routes[i];
-        if (rt->nsegs != nsegs)
+        int fixed = rt->rest ? rt->nsegs - 1 : rt->nsegs;
+        if (rt->rest ? nraw <= fixed : (overflow || rt->nsegs != nsegs))
             continue;
         int ok = 1, np = 0;
-        for (int k = 0; k < nsegs && ok; k++) {
+        for (int k = 0; k < fixed && ok; k++) {
             if (rt->segs[k][0] == ':') {
                 if (lens[k] == 0) {
                     ok = 0;
@@ -206,6 +215,17 @@ int url_route_match(const url_route *routes, int n, const char *method, char *pa
         if (strcmp(rt->method, method) != 0) {
             *method_mismatch = 1;
             continue;
+        }
+        if (rt->rest && np < URL_MAX_PARAMS) {
+            /* the rest of the path, its slashes put back (the split wrote NULs over them) */
+            char *r0 = (char *)segs[fixed];
+            for (char *c = r0; c < end; c++)
+                if (*c == '\0')
+                    *c = '/';
+            m->raw[np] = r0;
+            m->raw_len[np] = (size_t)(end - r0);
+            m->name[np] = rt->segs[fixed] + 1;
+            np++;
         }
         m->nparams = np;
         return i;

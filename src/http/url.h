@@ -71,10 +71,14 @@ typedef struct url_route {
     const char *method;
     const char *segs[URL_MAX_ROUTE_SEGS]; /* "api", "v1", ":queue", … (into the pattern copy) */
     int nsegs;
+    int rest; /* the last segment is "*name": the rest of the path */
 } url_route;
 
 /* Splits a pattern ("/api/v1/pop/queue/:queue") in place; `pattern` must outlive the route.
- * Returns -1 when it has too many segments or too many parameters. */
+ * ":name" is one segment; "*name", only as the last segment, is the rest of the path: at least
+ * one more segment, slashes, empty segments and a trailing slash included, any number of them
+ * (URL_MAX_PATH_SEGS does not bound it). Returns -1 when it has too many segments or too many
+ * parameters, or a segment after a "*name". */
 int url_route_init(url_route *rt, const char *method, char *pattern);
 
 typedef struct url_match {
@@ -88,7 +92,8 @@ typedef struct url_match {
  * route whose segments match and whose method is `method`; -1 when none does, with
  * *method_mismatch = 1 when some route matched the path under another method. Matching is on
  * the raw segments, so an encoded '/' (%2F) stays inside its segment. A trailing slash is
- * ignored; a parameter never matches an empty segment. */
+ * ignored; a ":name" parameter never matches an empty segment. A match writes NULs into path
+ * (the rest-of-path parameter gets its slashes back). */
 int url_route_match(const url_route *routes, int n, const char *method, char *path, url_match *m,
                     int *method_mismatch);
 

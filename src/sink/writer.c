@@ -15,6 +15,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "core/base64.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "json/json.h"
@@ -62,29 +63,11 @@ void s3_records_sort(s3_record *recs, size_t n)
 
 /* ---- JSONL ------------------------------------------------------------------------------ */
 
-static void put_base64(buf *out, const uint8_t *p, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    if (buf_reserve(out, (n + 2) / 3 * 4) < 0)
-        return;
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        char q[4] = {tab[v >> 18], tab[(v >> 12) & 63], tab[(v >> 6) & 63], tab[v & 63]};
-        buf_append(out, q, 4);
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-        char q[4] = {tab[v >> 18], tab[(v >> 12) & 63], i + 1 < n ? tab[(v >> 6) & 63] : '=', '='};
-        buf_append(out, q, 4);
-    }
-}
-
 /* A sealed payload as JSON text: a string holding the base64 of the stored bytes. */
 static void put_sealed(buf *out, const s3_record *r)
 {
     buf_putc(out, '"');
-    put_base64(out, (const uint8_t *)r->payload, r->payload_len);
+    b64_encode(out, r->payload, r->payload_len);
     buf_putc(out, '"');
 }
 

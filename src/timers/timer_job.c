@@ -1,4 +1,4 @@
-/* timer_job.c — the firing job every node runs, and the JSON of a stored timer.
+/* timer_job.c — the firing job every node runs.
  *
  * Scheduling. A round is one call of queen.timers_fire_v2 on the pool. After a round:
  *  - it took as many timers as it may (more are due): the next round starts at once;
@@ -7,8 +7,8 @@
  *  - the next timer is due within TIMER_IDLE_MAX_MS: sleep until then;
  *  - otherwise sleep TIMER_IDLE_MAX_MS at most, backing off from TIMER_IDLE_MIN_MS while
  *    nothing at all is scheduled.
- * A timer created on this node kicks the job so it does not wait out a long sleep; timers
- * created on other nodes are seen at the next poll, so one second bounds how late a timer
+ * A timer scheduled on this node kicks the job so it does not wait out a long sleep; timers
+ * scheduled on other nodes are seen at the next poll, so one second bounds how late a timer
  * fires when the node that accepted it has died. */
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -21,9 +21,6 @@
 #include "core/util.h"
 #include "crypto/seal.h"
 #include "db/pg.h"
-#include "storage/logread.h"
-#include "storage/payload.h"
-#include "storage/record.h"
 #include "timers.h"
 
 #define TIMER_FIRST_ROUND_MS 200
@@ -320,47 +317,4 @@ void timer_job_free(timer_job *j)
 timer_metrics *timer_job_metrics(timer_job *j)
 {
     return &j->m;
-}
-
-/* ---- stored timers as JSON ---- */
-
-static int64_t bin_i64(const PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
-        return 0;
-    return (int64_t)be_get64((const uint8_t *)PQgetvalue(r, row, col));
-}
-
-int timer_row_json(buf *b, const struct pg_result *res, int row)
-{
-    const PGresult *r = res;
-    seg_reader sr;
-    record_view v;
-    const uint8_t *seg = (const uint8_t *)PQgetvalue(r, row, TIMER_ROW_SEGMENT);
-    if (seg_reader_init(&sr, seg, (size_t)PQgetlength(r, row, TIMER_ROW_SEGMENT), 0, 1) < 0 || seg_reader_next(&sr, &v) != 1)
-        return -1;
-    char id[37];
-    format_uuid_text((const uint8_t *)PQgetvalue(r, row, TIMER_ROW_ID), id);
-    buf_printf(b, "{\"timerId\":\"%s\",\"queue\":", id);
-    jw_string(b, PQgetvalue(r, row, TIMER_ROW_QUEUE), (size_t)PQgetlength(r, row, TIMER_ROW_QUEUE));
-    buf_puts(b, ",\"partition\":");
-    jw_string(b, PQgetvalue(r, row, TIMER_ROW_PARTITION), (size_t)PQgetlength(r, row, TIMER_ROW_PARTITION));
-    buf_puts(b, ",\"fireAt\":");
-    buf_put_i64(b, bin_i64(r, row, TIMER_ROW_FIRE_AT));
-    buf_puts(b, ",\"transactionId\":");
-    jw_string(b, PQgetvalue(r, row, TIMER_ROW_TXN), (size_t)PQgetlength(r, row, TIMER_ROW_TXN));
-    buf_puts(b, ",\"traceId\":");
-    if (PQgetisnull(r, row, TIMER_ROW_TRACE)) {
-        buf_puts(b, "null");
-    } else {
-        char t[37];
-        format_uuid_text((const uint8_t *)PQgetvalue(r, row, TIMER_ROW_TRACE), t);
-        jw_cstr(b, t);
-    }
-    buf_puts(b, ",\"payload\":");
-    record_payload_json(b, &v); /* the plaintext, or null and payloadError */
-    buf_puts(b, ",\"createdAt\":");
-    buf_put_i64(b, bin_i64(r, row, TIMER_ROW_CREATED));
-    buf_putc(b, '}');
-    return 0;
 }

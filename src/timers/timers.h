@@ -1,17 +1,20 @@
-/* timers.h — pushes scheduled for a later time, fired exactly once across all nodes.
+/* timers.h — pushes scheduled for a later time, keyed by (queue, timerKey), fired exactly once
+ * across all nodes.
  *
- * A timer is accepted by any node: its record (transactionId, optional traceId, producer, the
- * payload text byte for byte) is encoded there with record_encode and stored in
- * queen.log_timers with its fire time on the database's clock. Every node runs a timer_job:
- * a libuv timer that, while timers are due, calls queen.timers_fire_v2 — one transaction that
- * locks due rows with SKIP LOCKED, pushes their records through queen.push_v1 (the push path
- * of POST /api/v1/push, with its transactionId deduplication) and deletes the rows. A node
- * that dies mid-round rolls the whole round back, and the rows become due again for the
- * others; a timer due while no node ran fires at the first round of the first node that
- * starts. The design is in docs/timers.md.
+ * A timer is a pending push under a name: schedule and reschedule are one upsert on (queue,
+ * timerKey), cancel deletes by the name. Any node accepts the ops: it decodes each payload
+ * (base64 of the JSON text, optionally one zstd frame), encodes the timer's record
+ * (transactionId, producer, payload) with record_encode, and hands the ops to
+ * queen.timer_ops_v1, which applies them in one transaction — the route's, or the caller's
+ * when the ops ride along in POST /api/v1/transaction. Every node runs a timer_job: a libuv
+ * timer that, while timers are due, calls queen.timers_fire_v2 — one transaction that locks
+ * due rows with SKIP LOCKED, pushes their records through queen.push_v1 (the push path of
+ * POST /api/v1/push, with its transactionId deduplication) and deletes the rows. A node that
+ * dies mid-round rolls the whole round back, and the rows become due again for the others.
+ * The design is in docs/timers.md.
  *
- * The request parsing and the SQL texts include neither libpq nor libuv (forward
- * declarations below), so the parsing is unit-tested offline. */
+ * The parsing, the encoding and the SQL texts include neither libpq nor libuv (forward
+ * declarations below), so they are unit-tested and fuzzed offline. */
 #ifndef QUEEN_TIMERS_TIMERS_H
 #define QUEEN_TIMERS_TIMERS_H
 
@@ -33,50 +36,82 @@ typedef struct db_pool db_pool;
 /* The same bounds as a pushed item: names and transactionIds are PostgreSQL text. */
 #define TIMER_NAME_MAX_BYTES 255
 #define TIMER_TXN_MAX_BYTES 255
-/* Timers are accepted in requests of at most this many (one INSERT statement). */
-#define TIMER_BATCH_MAX_ITEMS 10000
+/* A timerKey is a name the application builds ("order:9f1:expire"): as long as a KV key. */
+#define TIMER_KEY_MAX_BYTES 1024
+/* Ops per request (and per transaction rider): one database transaction locks each key. */
+#define TIMER_BATCH_MAX_OPS 1000
 /* A firing round holds its records in memory on the database side; a payload this large is
- * already unusual for a message, and bounds what one timer adds to a round. */
+ * already unusual for a message, and bounds what one timer adds to a round. It bounds the
+ * payload as stored: after base64 and after zstd. */
 #define TIMER_PAYLOAD_MAX_BYTES (4u << 20)
 /* A round takes at most this many bytes of records (but always at least one timer). */
 #define TIMER_ROUND_MAX_BYTES (16 << 20)
-/* delayMs up to ten years; fireAt between 2001-09-09 (10^15 µs: smaller numbers are seconds
- * or milliseconds sent by mistake, which would fire at once) and the end of year 9999. */
+/* delayMs within ten years either way; a delay in the past fires on the next round. */
 #define TIMER_DELAY_MAX_MS 315360000000LL
-#define TIMER_FIRE_AT_MIN_US 1000000000000000LL
-#define TIMER_FIRE_AT_MAX_US 253402300799999999LL
 #define TIMER_LIST_LIMIT_MAX 1000
-/* A listing carries at most this many bytes of records (and says "more"); enforced in the SQL. */
+#define TIMER_LIST_LIMIT_DEFAULT 100
+/* A listing carries at most this many bytes of records (and says truncated); in the SQL. */
 #define TIMER_ANSWER_MAX_BYTES (16u << 20)
 
-/* One timer to create. Strings are borrowed (arena of the request). */
-typedef struct timer_spec {
-    uuid id;                 /* UUIDv7, made when parsed */
+enum timer_op_kind { TIMER_OP_SCHEDULE = 0, TIMER_OP_RESCHEDULE = 1, TIMER_OP_CANCEL = 2 };
+
+/* What queen.timer_ops_v1 answered for one op (o_status). */
+enum timer_status {
+    TIMER_SCHEDULED = 0,   /* the key was not pending: created */
+    TIMER_RESCHEDULED = 1, /* the pending timer was replaced (it will not fire) */
+    TIMER_CANCELLED = 2,
+    TIMER_ABSENT = 3,      /* a cancel of a key not pending (it may have fired) */
+    TIMER_TOO_LATE = 4,    /* a firing round held the timer and delivered it */
+    TIMER_STATUS_COUNT
+};
+const char *timer_status_name(int status); /* "scheduled", ...; NULL out of range */
+
+/* One op. Strings are borrowed from the request's arena (NUL-terminated), the payload from
+ * the arena too (not NUL-terminated). */
+typedef struct timer_op {
+    int kind;                /* enum timer_op_kind */
     const char *queue;
     size_t queue_len;
-    const char *partition;   /* "Default" when not given */
+    const char *key;         /* timerKey */
+    size_t key_len;
+    const char *partition;   /* schedule: "Default" when not given; cancel: NULL */
     size_t partition_len;
-    const char *payload;     /* raw JSON span; NULL/0 = empty (read back as null) */
-    size_t payload_len;
-    const char *txn;         /* the producer's transactionId, or a UUIDv7 made when parsed */
+    const char *txn;         /* schedule: given, or a UUIDv7 made when parsed; cancel: given or NULL */
     size_t txn_len;
-    int txn_producer;
-    int has_trace;
-    uint8_t trace[16];
-    int64_t fire_at_us;      /* absolute (fireAt), when delay_us < 0 */
-    int64_t delay_us;        /* relative (delayMs) on the database's clock, or -1 */
-    int seal;                /* seal the payload under the node's key (its queue is encrypted) */
-} timer_spec;
+    int64_t delay_us;        /* schedule: >= 0, on the database's clock */
+    const char *payload;     /* schedule: the JSON text as stored (decoded, decompressed) */
+    size_t payload_len;
+    uuid id;                 /* schedule: the row id if it creates */
+    int seal;                /* set by the caller: seal the payload under the node's key */
+} timer_op;
 
-/* Parses one timer object: queue, partition?, payload?, fireAt (ISO-8601 string or µs) or
- * delayMs, transactionId?, traceId?. Returns 0, or -1 with a client-facing message. */
-int timer_parse(const json_doc *d, int obj, arena *ar, timer_spec *out, char *err, size_t errlen);
-/* The body of POST /api/v1/timers: one timer object, or {"items": [timer, ...]}. */
-int timer_parse_request(const json_doc *d, arena *ar, timer_spec **specs, int *n, int *is_batch, char *err,
-                        size_t errlen);
-/* Appends the timer's encoded record (src/storage/record.h, no segment version byte), its
- * payload sealed under the node's key when s->seal. -1 when sealing fails (no key). */
-int timer_encode_record(const timer_spec *s, const char *producer, size_t producer_len, buf *out);
+/* A refused op or body (docs/http-api.md, "Timers"): HTTP status (400), the stable code a
+ * client branches on (timer_invalid_payload, ...), the finer stable reason (not_base64, ...),
+ * the op at fault (from 0; -1 for the body) and the sentence. Static strings. */
+typedef struct timer_refusal {
+    int status;
+    const char *code;
+    const char *reason;
+    int index;
+    char detail[400];
+} timer_refusal;
+
+/* Parses an array of op objects (a request's operations, the transaction's timers rider)
+ * into *ops (arena).
+ * `what` names the array in refusals ("operations", "timers": "timers[2]: ..."). Returns 0,
+ * or -1 with *why filled. */
+int timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, timer_op **ops, int *n,
+                    timer_refusal *why);
+/* The body of POST /api/v1/timers: {"operations": [op, ...]} and nothing else. */
+int timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, timer_refusal *why);
+/* A cancel op from the path route's parts (decoded by the router: UTF-8 without NUL);
+ * txn may be NULL. -1 with *why when a part is out of bounds. */
+int timer_cancel_op(const char *queue, size_t queue_len, const char *key, size_t key_len, const char *txn,
+                    size_t txn_len, timer_op *op, timer_refusal *why);
+
+/* Appends the op's encoded record (src/storage/record.h, no segment version byte), its
+ * payload sealed under the node's key when op->seal. -1 when sealing fails (no key). */
+int timer_encode_record(const timer_op *op, const char *producer, size_t producer_len, buf *out);
 /* The same record with its payload sealed: rec is a stored timer record (no version byte);
  * appends the sealed copy to out. 0; 1 when it is sealed already (nothing appended); -1 when
  * it cannot be decoded or there is no key. */
@@ -94,36 +129,38 @@ typedef struct timer_params {
 } timer_params;
 void timer_params_free(timer_params *p);
 
-/* Creates timers; answers id, fire_at, fire_at minus the database's now (µs), in id order,
- * which is the order of the specs (UUIDv7 ids made in order). When a plaintext record is
- * headed for a queue with encryptionEnabled it creates none and answers, instead, one row per
- * such timer with only the fourth column set: its 1-based index among the specs (the caller
- * seals those and sends again; docs/encryption.md). */
-extern const char TIMER_CREATE_SQL[];
-void timer_create_params(const uint8_t tenant[16], const timer_spec *specs, int n, const char *producer,
-                         size_t producer_len, timer_params *p);
+/* The ops of one request: SELECT * FROM queen.timer_ops_v1($1 tenant, $2..$10 arrays), rows
+ * enum timer_ops_col (timer_results.h), binary results. timer_ops_params fills all ten; a
+ * caller that passes the tenant itself (the transaction) takes values[1..9], the arrays in
+ * timer_ops_v1's order. A QE002 refusal names the op whose queue wants sealed payloads:
+ * timer_ops_refused_op gives its index (from 1), or 0 for another error. */
+extern const char TIMER_OPS_SQL[];
+#define TIMER_OPS_SQLSTATE_SEAL "QE002"
+void timer_ops_params(const uint8_t tenant[16], const timer_op *ops, int n, const char *producer, size_t producer_len,
+                      timer_params *p);
+int timer_ops_refused_op(const char *sqlstate, const char *errmsg);
+/* One result object of the 2.x wire: {ok, status, queue, timerKey, txn, messageId, deliverAt}
+ * for row `row` of a TIMER_OPS_SQL result, which answered op `op`. */
+void timer_result_json(buf *b, const timer_op *op, const struct pg_result *res, int row);
 
-/* One timer / a page of a tenant's timers (optionally of one queue) in id order: id, queue,
- * partition, fire_at, txn_id, trace_id, created_at, segment (the record behind a version
- * byte); the list adds `total`, how many rows its limit + 1 took, and stops after about
- * TIMER_ANSWER_MAX_BYTES of records (at least one row): more follow when total exceeds the
- * rows shown. Binary results. */
-extern const char TIMER_GET_SQL[];
+/* Peek and list: one timer of a queue, and a page of a queue's timers in timerKey byte
+ * order after `after` ("" = from the first), at most `limit`, stopping after about
+ * TIMER_ANSWER_MAX_BYTES of records (at least one row); the list adds `total`, how many rows
+ * its limit + 1 took, so more follow when total exceeds the rows shown. Binary results. */
+extern const char TIMER_PEEK_SQL[];
 extern const char TIMER_LIST_SQL[];
 enum timer_row_col {
-    TIMER_ROW_ID, TIMER_ROW_QUEUE, TIMER_ROW_PARTITION, TIMER_ROW_FIRE_AT, TIMER_ROW_TXN, TIMER_ROW_TRACE,
+    TIMER_ROW_QUEUE, TIMER_ROW_KEY, TIMER_ROW_PARTITION, TIMER_ROW_DELIVER_AT, TIMER_ROW_TXN, TIMER_ROW_ATTEMPTS,
     TIMER_ROW_CREATED, TIMER_ROW_SEGMENT, TIMER_ROW_TOTAL /* the list only */
 };
-void timer_get_params(const uint8_t tenant[16], const uuid *id, timer_params *p);
-void timer_list_params(const uint8_t tenant[16], const char *queue, size_t queue_len, const uuid *after,
-                       int64_t limit, timer_params *p);
-/* Writes one row of TIMER_GET_SQL / TIMER_LIST_SQL as the timer's JSON. -1 when the stored
- * record cannot be decoded. */
-int timer_row_json(buf *b, const struct pg_result *res, int row);
-
-/* Cancels: deletes the row, waiting for a firing round that holds it; no row = it fired, was
- * cancelled before, or never existed. */
-extern const char TIMER_CANCEL_SQL[];
+void timer_peek_params(const uint8_t tenant[16], const char *queue, size_t queue_len, const char *key,
+                       size_t key_len, timer_params *p);
+void timer_list_params(const uint8_t tenant[16], const char *queue, size_t queue_len, const char *after,
+                       size_t after_len, int64_t limit, timer_params *p);
+/* Writes the members of one row of TIMER_PEEK_SQL / TIMER_LIST_SQL (no braces): queue,
+ * timerKey, partition, txn, deliverAt, attempts, createdAt, payload (base64 of the stored
+ * bytes), encrypted. -1 when the stored record cannot be decoded. */
+int timer_row_members(buf *b, const struct pg_result *res, int row);
 
 /* One firing round: SELECT * FROM queen.timers_fire_v2(...), one row (enum timers_fire_col). */
 extern const char TIMER_FIRE_SQL[];
@@ -138,8 +175,10 @@ extern const char TIMER_RESEAL_SQL[];
 
 /* ---- the firing job ---- */
 typedef struct timer_metrics {
-    mcounter created;
+    mcounter created;        /* schedules that created a timer */
+    mcounter rescheduled;    /* schedules that replaced a pending timer */
     mcounter cancelled;
+    mcounter too_late;       /* ops that met their timer being fired */
     mcounter fired;          /* records pushed by this node's rounds */
     mcounter duplicates;     /* timers whose producer transactionId was already pushed */
     mcounter rounds;         /* rounds that fired at least one timer */
@@ -147,11 +186,14 @@ typedef struct timer_metrics {
     mcounter sealed;         /* plaintext timers this node sealed in place before they fired */
     mhist lag_seconds;       /* per round that fired: the largest delay past fireAt */
 } timer_metrics;
+/* Counts the statuses of a TIMER_OPS_SQL result; returns the smallest o_in_us (INT64_MAX
+ * when nothing was scheduled), for timer_job_kick. */
+int64_t timer_ops_account(timer_metrics *m, const struct pg_result *res);
 
 typedef struct timer_job timer_job;
 timer_job *timer_job_new(struct uv_loop_s *loop, db_pool *db, int64_t dedup_window_s, int64_t fire_batch);
-/* A timer due in delay_us (on the database's clock) was just created: make sure the next round
- * is not later than that. */
+/* A timer due in delay_us (on the database's clock) was just scheduled: make sure the next
+ * round is not later than that. */
 void timer_job_kick(timer_job *j, int64_t delay_us);
 /* Stops scheduling rounds; a round in flight finishes (or fails when the pool closes). */
 void timer_job_stop(timer_job *j);

@@ -37,6 +37,8 @@ static const char *const ROUTES[][2] = {
     {"POST", "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek"},
     {"PUT", "/api/v1/kv/:namespace/:key"},
     {"GET", "/api/v1/messages/:partitionId/:transactionId"},
+    {"GET", "/api/v1/timers/:queue"},
+    {"DELETE", "/api/v1/timers/:queue/*timerKey"},
 };
 #define NR (sizeof ROUTES / sizeof ROUTES[0])
 static url_route g_routes[NR];
@@ -120,12 +122,16 @@ static void check_route(arena *ar, const char *method, const char *path, size_t 
     CHECK(strcmp(rt->method, method) == 0);
     int params = 0;
     for (int k = 0; k < rt->nsegs; k++)
-        params += rt->segs[k][0] == ':';
+        params += rt->segs[k][0] == ':' || rt->segs[k][0] == '*';
     CHECK(m.nparams == params);
     for (int k = 0; k < m.nparams; k++) {
         CHECK(m.raw_len[k] > 0);
         CHECK(m.raw[k] >= work && m.raw[k] + m.raw_len[k] <= work + n);
-        CHECK(memchr(m.raw[k], '/', m.raw_len[k]) == NULL);
+        /* a segment holds no slash; the rest of the path runs to the end of the path */
+        if (rt->rest && k == m.nparams - 1)
+            CHECK(m.raw[k] + m.raw_len[k] == work + strlen(orig) && !memchr(m.raw[k], '\0', m.raw_len[k]));
+        else
+            CHECK(memchr(m.raw[k], '/', m.raw_len[k]) == NULL);
         /* the raw segment is the bytes of the original path at that place */
         CHECK(memcmp(orig + (m.raw[k] - work), m.raw[k], m.raw_len[k]) == 0);
         /* decoding it: a usable name, or a refusal */
@@ -138,7 +144,7 @@ static void check_route(arena *ar, const char *method, const char *path, size_t 
     /* the fixed segments of the route are in the path, in order */
     const char *at = orig;
     for (int k = 0; k < rt->nsegs; k++) {
-        if (rt->segs[k][0] == ':')
+        if (rt->segs[k][0] == ':' || rt->segs[k][0] == '*')
             continue;
         const char *hit = strstr(at, rt->segs[k]);
         CHECK(hit != NULL);

@@ -42,10 +42,10 @@ const ROUTES = [
   ['DELETE', '/api/v1/kv/m/k', 'read-write'],
   ['POST', '/api/v1/kv/m/k/putIfAbsent', 'read-write', { value: 1 }],
   ['POST', '/api/v1/kv/m/n/incr', 'read-write', { by: 1 }],
-  ['POST', '/api/v1/timers', 'read-write', { queue: 'matrix-timer', delayMs: 3600000, payload: 1 }],
-  ['GET', '/api/v1/timers', 'read-only'],
-  ['GET', `/api/v1/timers/${UUID0}`, 'read-only'],
-  ['DELETE', `/api/v1/timers/${UUID0}`, 'read-write'],
+  ['POST', '/api/v1/timers', 'read-write', { operations: [{ op: 'schedule', queue: 'matrix-timer', timerKey: 'k', payload: 'MQ==', delayMs: 3600000 }] }],
+  ['GET', '/api/v1/timers/matrix-timer', 'read-only'],
+  ['GET', '/api/v1/timers/matrix-timer/k', 'read-only'],
+  ['DELETE', '/api/v1/timers/matrix-timer/k', 'read-write'],
   ['GET', '/api/v1/consumer-groups', 'read-only'],
   ['GET', '/api/v1/consumer-groups/lagging', 'read-only'],
   ['GET', '/api/v1/consumer-groups/g', 'read-only'],
@@ -192,8 +192,9 @@ describe('HS256', () => {
     assert.equal(r.status, 200, r.text);
     r = await post(node.url, '/api/v1/push', { items: [{ queue: 'prod', payload: 3, producerSub: 'mallory' }] }, bearer(hs({ role: 'admin' })));
     assert.equal(r.status, 201, r.text);
-    r = await post(node.url, '/api/v1/timers', { queue: 'prod', delayMs: 0, payload: 4 }, bearer(hs({ sub: 'carol', role: 'read-write' })));
-    assert.equal(r.status, 201, r.text);
+    r = await post(node.url, '/api/v1/timers', { operations: [{ op: 'schedule', queue: 'prod', timerKey: 'k', payload: 'NA==', delayMs: 0 }] },
+      bearer(hs({ sub: 'carol', role: 'read-write' })));
+    assert.equal(r.status, 200, r.text);
     const reader = bearer(roleToken('read-write'));
     let recs = [];
     for (let i = 0; i < 100 && recs.length < 4; i++) {

@@ -14,6 +14,9 @@ const K1_B64 = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='; // the same 32 by
 const K2 = 'ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100';
 const PAYLOAD = '{"total":42.00,"card":"4111-1111-1111-1111"}';
 const SECRET = '4111-1111-1111-1111';
+// one timer op of the 2.x wire (payload: the JSON text, sent as base64)
+const timer = (node, queue, timerKey, text, delayMs, extra = {}) => post(node.url, '/api/v1/timers',
+  { operations: [{ op: 'schedule', queue, timerKey, payload: Buffer.from(text).toString('base64'), delayMs, ...extra }] });
 
 let pg;
 const nodes = [];
@@ -169,17 +172,20 @@ describe('a node with the key', () => {
     assert.ok(!holds(segments('enc'), 'poison'));
   });
 
-  test('timers are sealed when created, listed in plaintext, and fire sealed', async () => {
-    const later = await post(a.url, '/api/v1/timers', `{"queue":"enc","partition":"tm","delayMs":3600000,"payload":{"later":"${SECRET}"}}`);
-    assert.equal(later.status, 201, later.text);
-    const stored = pg.psql(`SELECT encode(record, 'hex') FROM queen.log_timers WHERE id = '${later.json.timerId}'`);
+  test('timers are sealed when scheduled, peeked as stored (sealed), and fire sealed', async () => {
+    const later = await timer(a, 'enc', 'later', `{"later":"${SECRET}"}`, 3600000, { partition: 'tm' });
+    assert.equal(later.json.results[0].status, 'scheduled', later.text);
+    const stored = pg.psql("SELECT encode(record, 'hex') FROM queen.log_timers WHERE queue = 'enc' AND timer_key = 'later'");
     assert.ok(stored.length > 0);
     assert.ok(!Buffer.from(stored, 'hex').includes(Buffer.from(SECRET)));
-    const g = await get(a.url, `/api/v1/timers/${later.json.timerId}`);
-    assert.ok(g.text.includes(`"payload":{"later":"${SECRET}"}`), g.text);
-    const l = await get(a.url, '/api/v1/timers?queue=enc');
-    assert.ok(l.text.includes(`"payload":{"later":"${SECRET}"}`), l.text);
-    assert.equal((await post(a.url, '/api/v1/timers', '{"queue":"enc","partition":"tm","delayMs":0,"payload":{"now":7.70}}')).status, 201);
+    // peek is an inspection surface: the bytes as stored, and says they are sealed
+    for (const r of [await get(a.url, '/api/v1/timers/enc/later'), (await get(a.url, '/api/v1/timers/enc')).json.rows[0]]) {
+      const row = r.json || r;
+      assert.equal(row.encrypted, true, JSON.stringify(row));
+      const bytes = Buffer.from(row.payload, 'base64');
+      assert.ok(bytes.length > SECRET.length && !bytes.includes(Buffer.from(SECRET)));
+    }
+    assert.equal((await timer(a, 'enc', 'now', '{"now":7.70}', 0, { partition: 'tm' })).status, 200);
     let f;
     for (let i = 0; i < 100; i++) {
       f = await fetchAll(a, 'enc', ['tm']);
@@ -223,9 +229,10 @@ describe('nodes that cannot open the records', () => {
       const m = await get(b.url, `/api/v1/messages/${p.json.messages[0].partitionId}/t-1`);
       assert.equal(m.json.payload, null);
       assert.match(m.json.payloadError, /^sealed under another key/);
-      const l = await get(b.url, '/api/v1/timers?queue=enc');
-      assert.equal(l.json.timers[0].payload, null);
-      assert.match(l.json.timers[0].payloadError, /^sealed under another key/);
+      // a timer is peeked as stored: the same sealed bytes whatever the node's key
+      const l = await get(b.url, '/api/v1/timers/enc/later');
+      assert.equal(l.json.encrypted, true);
+      assert.ok(!Buffer.from(l.json.payload, 'base64').includes(Buffer.from(SECRET)));
     } finally { await stop(b); }
   });
 
@@ -253,8 +260,12 @@ describe('nodes that cannot open the records', () => {
       assert.equal(y.status, 503, y.text);
       const tx = await post(c.url, '/api/v1/transaction', { operations: [{ type: 'push', items: [{ queue: 'enc', payload: { t: 1 } }] }] });
       assert.equal(tx.status, 503, tx.text);
-      const tm = await post(c.url, '/api/v1/timers', { queue: 'enc', delayMs: 0, payload: { t: 1 } });
+      const tm = await timer(c, 'enc', 'from-c', '{"t":1}', 0);
       assert.equal(tm.status, 503, tm.text);
+      assert.deepEqual(Object.keys(tm.json), ['error', 'code', 'reason', 'detail', 'requestId']);
+      assert.deepEqual([tm.json.error, tm.json.code, tm.json.reason], ['encryption_key_missing', 'encryption_key_missing', 'no_node_key']);
+      assert.match(tm.json.detail, /^queue enc has encryptionEnabled and this node has no QUEEN_ENCRYPTION_KEY/);
+      assert.equal(pg.psql("SELECT count(*) FROM queen.log_timers WHERE timer_key = 'from-c'"), '0');
       assert.ok(!holds(segments('enc'), '"no"') && !holds(segments('enc'), 'from'));
     } finally { await stop(c); }
   });
@@ -269,9 +280,9 @@ describe('across nodes with the same key', () => {
       assert.equal((await pushRaw(d, [item('late', 'p', '{"before":1}')])).status, 201);
       assert.ok(holds(segments('late'), 'before'));
       // a timer made on d while the queue is plain, due in a moment
-      const tm = await post(d.url, '/api/v1/timers', `{"queue":"late","partition":"t","delayMs":3000,"payload":{"timer":"${SECRET}"}}`);
-      assert.equal(tm.status, 201, tm.text);
-      assert.ok(Buffer.from(pg.psql(`SELECT encode(record, 'hex') FROM queen.log_timers WHERE id = '${tm.json.timerId}'`), 'hex').includes(Buffer.from(SECRET)));
+      const tm = await timer(d, 'late', 'plain', `{"timer":"${SECRET}"}`, 3000, { partition: 't' });
+      assert.equal(tm.json.results[0].status, 'scheduled', tm.text);
+      assert.ok(Buffer.from(pg.psql("SELECT encode(record, 'hex') FROM queen.log_timers WHERE queue = 'late' AND timer_key = 'plain'"), 'hex').includes(Buffer.from(SECRET)));
       // encrypted through a, then pushed through d at once: d's plaintext is refused, sealed, sent again
       assert.equal((await configure(a, 'late', { encryptionEnabled: true })).status, 200);
       const r = await pushRaw(d, [item('late', 'p', `{"after":"${SECRET}"}`)]);
@@ -304,6 +315,15 @@ describe('across nodes with the same key', () => {
         assert.deepEqual(all.json.records.map((x) => x.payload).filter((x) => !x.timer),
           [{ before: 1 }, { after: SECRET }, { again: 2 }]);
       }
+      // a timer scheduled through d into a queue encrypted meanwhile (d has not learnt it):
+      // timer_ops_v1 refuses the plaintext (QE002), d seals it and sends the ops again
+      assert.equal((await pushRaw(d, [item('late3', 'p', '{"x":0}')])).status, 201);
+      assert.equal((await configure(a, 'late3', { encryptionEnabled: true })).status, 200);
+      const t3 = await timer(d, 'late3', 'k', `{"t3":"${SECRET}"}`, 3600000);
+      assert.equal(t3.json.results[0].status, 'scheduled', t3.text);
+      const rec3 = pg.psql("SELECT encode(record, 'hex') FROM queen.log_timers WHERE queue = 'late3' AND timer_key = 'k'");
+      assert.ok(rec3.length > 0 && !Buffer.from(rec3, 'hex').includes(Buffer.from(SECRET)));
+      assert.equal((await get(a.url, '/api/v1/timers/late3/k')).json.encrypted, true);
     } finally { await stop(d); }
   });
 

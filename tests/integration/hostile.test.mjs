@@ -45,7 +45,7 @@ const BAD_ENCODED = {
 // an empty listing), never stored.
 const LONG = 'x'.repeat(70000);
 
-const paramsOf = (pattern) => [...pattern.matchAll(/:([A-Za-z]+)/g)].map((m) => m[1]);
+const paramsOf = (pattern) => [...pattern.matchAll(/[:*]([A-Za-z]+)/g)].map((m) => m[1]);
 const fill = fillPath;
 
 let nreq = 0;

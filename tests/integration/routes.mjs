@@ -34,10 +34,12 @@ export const ROUTES = [
   ['DELETE', '/api/v1/kv/:namespace/:key'],
   ['POST', '/api/v1/kv/:namespace/:key/putIfAbsent', { value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }],
   ['POST', '/api/v1/kv/:namespace/:key/incr', { by: 1, max: 10, ttlMs: 60000, ifVersion: 999999999 }],
-  ['POST', '/api/v1/timers', { queue: 'hq', partition: 'p', delayMs: 600000, transactionId: 't3', traceId: UUID, payload: { c: 3 } }],
-  ['GET', '/api/v1/timers'],
-  ['GET', '/api/v1/timers/:id'],
-  ['DELETE', '/api/v1/timers/:id'],
+  // a cancel of a key that is not pending: no mutation of it can store anything (a schedule's
+  // could: a negative delayMs is valid); tests/integration/timers.test.mjs covers the schedule fields
+  ['POST', '/api/v1/timers', { operations: [{ op: 'cancel', queue: 'hq', timerKey: 'k', txn: 't3' }] }],
+  ['GET', '/api/v1/timers/:queue/*timerKey'],
+  ['DELETE', '/api/v1/timers/:queue/*timerKey'],
+  ['GET', '/api/v1/timers/:queue'],
   ['GET', '/api/v1/consumer-groups'],
   ['GET', '/api/v1/consumer-groups/lagging'],
   ['GET', '/api/v1/consumer-groups/:group'],
@@ -63,8 +65,10 @@ export const ROUTES = [
   ['DELETE', '/api/v1/messages/:partitionId/:transactionId'],
 ];
 // A harmless value per path parameter (parsable where the route parses it).
-export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1' };
+export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1' };
 
 // The path of a route with its parameters filled (bad: name → already-encoded replacement).
+// (":name" is one segment; "*name" the rest of the path, its '/' kept, as the 2.x client sends a timerKey.)
 export const fillPath = (pattern, bad = {}) =>
-  pattern.replace(/:([A-Za-z]+)/g, (_, n) => (n in bad ? bad[n] : encodeURIComponent(GOOD_PARAM[n])));
+  pattern.replace(/([:*])([A-Za-z]+)/g, (_, kind, n) => (n in bad ? bad[n]
+    : kind === '*' ? GOOD_PARAM[n].split('/').map(encodeURIComponent).join('/') : encodeURIComponent(GOOD_PARAM[n])));

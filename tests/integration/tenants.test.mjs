@@ -164,18 +164,20 @@ describe('tenants', () => {
     assert.equal(r.status, 404);
   });
 
-  test('timers: B cannot list, read or cancel A\'s', async () => {
-    let r = await a.post('/api/v1/timers', { queue: 'tq', delayMs: 3600000, payload: 'later' });
-    assert.equal(r.status, 201, r.text);
-    const id = r.json.timerId;
-    assert.deepEqual((await b.get('/api/v1/timers')).json.timers, []);
-    assert.equal((await b.get(`/api/v1/timers/${id}`)).status, 404);
-    assert.equal((await b.del(`/api/v1/timers/${id}`)).status, 404);
-    assert.equal((await a.get(`/api/v1/timers/${id}`)).status, 200);
-    assert.equal((await a.get('/api/v1/timers')).json.timers.length, 1);
-    // a timer fires into its own tenant's queue
-    r = await b.post('/api/v1/timers', { queue: 'tq', delayMs: 0, payload: 'now-b' });
-    assert.equal(r.status, 201, r.text);
+  test('timers: B cannot list, peek, reschedule or cancel A\'s', async () => {
+    const op = (o) => ({ operations: [o] });
+    const sched = (payload, delayMs) => ({ op: 'schedule', queue: 'tq', timerKey: 'k', payload: Buffer.from(payload).toString('base64'), delayMs });
+    let r = await a.post('/api/v1/timers', op(sched('"later"', 3600000)));
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.results[0].status, 'scheduled');
+    assert.deepEqual((await b.get('/api/v1/timers/tq')).json.rows, []);
+    assert.deepEqual((await b.get('/api/v1/timers/tq/k')).json, { found: false });
+    assert.equal((await b.del('/api/v1/timers/tq/k')).json.status, 'absent');
+    assert.equal((await a.get('/api/v1/timers/tq/k')).json.found, true);
+    assert.equal((await a.get('/api/v1/timers/tq')).json.rows.length, 1);
+    // the same key in B is B's own timer, which fires into B's queue
+    r = await b.post('/api/v1/timers', op(sched('"now-b"', 0)));
+    assert.equal(r.json.results[0].status, 'scheduled', r.text);
     let recs = [];
     for (let i = 0; i < 100 && !recs.length; i++) {
       recs = (await b.read('tq')).records;
@@ -183,7 +185,11 @@ describe('tenants', () => {
     }
     assert.deepEqual(recs.map((x) => x.payload), ['now-b']);
     assert.equal((await a.read('tq')).found, false);
-    assert.equal((await a.del(`/api/v1/timers/${id}`)).status, 200);
+    // A's timer is still pending, untouched by B's
+    const mine = (await a.get('/api/v1/timers/tq/k')).json;
+    assert.equal(mine.found, true);
+    assert.notEqual(mine.txn, r.json.results[0].txn);
+    assert.equal((await a.del('/api/v1/timers/tq/k')).json.status, 'cancelled');
   });
 
   test('consumer groups: listing, detail, seek, subscription and deletion stay in the tenant', async () => {

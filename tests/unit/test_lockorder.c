@@ -6,7 +6,7 @@
  * code and the migrations applied. Covered: a retention round against a group commit over two
  * queues (and that the round skips the partition a commit holds instead of waiting), the lease
  * store against an ack of the same group, partition cleanup against the dedup GC, a seek against
- * a group's first pop. */
+ * a group's first pop, two batches of timer ops naming the same keys in opposite orders. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -400,6 +400,44 @@ static void test_seek_vs_first_pop(void **state)
     PQfinish(w);
 }
 
+/* Timer ops lock their keys in (queue, timerKey) byte order whatever the order of the ops
+ * (timer_ops_v1): a batch naming k2 then k1, behind a transaction that holds k1, must hold
+ * nothing of k2 meanwhile, or that transaction's next op on k2 would close the cycle. */
+#define TIMER_OP_ARGS(ops, keys, txns, ids)                                                                    \
+    "SELECT o_status FROM queen.timer_ops_v1(" TENANT ", ARRAY[" ops "], ARRAY['lo_t','lo_t'], ARRAY[" keys "], " \
+    "ARRAY['p','p'], ARRAY[" txns "], ARRAY[3600000000,3600000000]::int8[], ARRAY[" ids "]::uuid[], ARRAY[1,1], "  \
+    "ARRAY['\\x00','\\x00']::bytea[]) ORDER BY o_index"
+static void test_timer_ops_key_order(void **state)
+{
+    (void)state;
+    PGconn *a = conn(), *b = conn(), *w = conn();
+    PQclear(run(w, TIMER_OP_ARGS("0,0", "'k1','k2'", "'t1','t2'",
+                                 "'0190c2e1-0000-7000-8000-0000000000a1','0190c2e1-0000-7000-8000-0000000000a2'")));
+    PQclear(run(a, "BEGIN"));
+    PQclear(run(a, "SELECT * FROM queen.timer_ops_v1(" TENANT ", ARRAY[1], ARRAY['lo_t'], ARRAY['k1'], ARRAY['p'], "
+                   "ARRAY['a1'], ARRAY[1]::int8[], ARRAY['0190c2e1-0000-7000-8000-0000000000b1']::uuid[], ARRAY[1], "
+                   "ARRAY['\\x00']::bytea[])"));
+    start(b, TIMER_OP_ARGS("1,1", "'k2','k1'", "'b2','b1'",
+                           "'0190c2e1-0000-7000-8000-0000000000c2','0190c2e1-0000-7000-8000-0000000000c1'"));
+    assert_int_equal(done_or_blocked(b, w), BLOCKED);
+    /* k2 is free: the batch waiting for k1 has not taken it */
+    PGresult *r = run(a, "SELECT o_status FROM queen.timer_ops_v1(" TENANT ", ARRAY[1], ARRAY['lo_t'], ARRAY['k2'], "
+                         "ARRAY['p'], ARRAY['a2'], ARRAY[1]::int8[], ARRAY['0190c2e1-0000-7000-8000-0000000000b2']::uuid[], "
+                         "ARRAY[1], ARRAY['\\x00']::bytea[])");
+    assert_string_equal(PQgetvalue(r, 0, 0), "1");
+    PQclear(r);
+    PQclear(run(a, "COMMIT"));
+    r = finish(b, "the second batch");
+    assert_int_equal(PQntuples(r), 2);
+    assert_string_equal(PQgetvalue(r, 0, 0), "1");
+    assert_string_equal(PQgetvalue(r, 1, 0), "1");
+    PQclear(r);
+    assert_int_equal(value(w, "SELECT count(*) FROM queen.log_timers WHERE queue = 'lo_t' AND txn_id LIKE 'b%%'"), 2);
+    PQfinish(a);
+    PQfinish(b);
+    PQfinish(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_lease_store_vs_ack),
         cmocka_unit_test(test_cleanup_vs_dedup_gc),
         cmocka_unit_test(test_seek_vs_first_pop),
+        cmocka_unit_test(test_timer_ops_key_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

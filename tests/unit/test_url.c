@@ -145,7 +145,7 @@ static void test_query(void **state)
     arena_free(&ar);
 }
 
-#define NROUTES 7
+#define NROUTES 9
 static char g_pats[NROUTES][64];
 static url_route g_routes[NROUTES];
 
@@ -159,6 +159,8 @@ static void routes_init(void)
         {"GET", "/api/v1/pop/queue/:queue"},
         {"GET", "/api/v1/pop/queue/:queue/partition/:partition"},
         {"PUT", "/api/v1/kv/:namespace/:key"},
+        {"GET", "/api/v1/timers/:queue/*timerKey"}, /* before the shorter route: "q//" is key "/" */
+        {"GET", "/api/v1/timers/:queue"},
     };
     for (int i = 0; i < NROUTES; i++) {
         snprintf(g_pats[i], sizeof g_pats[i], "%s", def[i][1]);
@@ -212,6 +214,33 @@ static void test_routes(void **state)
     assert_int_equal(route("GET", "", &m, &mm), -1);
     assert_int_equal(route("GET", "/", &m, &mm), -1);
 
+    /* a rest-of-path parameter: everything after the fixed segments, slashes and all */
+    assert_int_equal(route("GET", "/api/v1/timers/q", &m, &mm), 8);
+    assert_int_equal(route("GET", "/api/v1/timers/q/", &m, &mm), 8);
+    assert_int_equal(route("GET", "/api/v1/timers/q/order:9/expire", &m, &mm), 7);
+    assert_int_equal(m.nparams, 2);
+    assert_string_equal(m.name[0], "queue");
+    assert_memory_equal(m.raw[0], "q", 1);
+    assert_string_equal(m.name[1], "timerKey");
+    assert_int_equal(m.raw_len[1], 14);
+    assert_memory_equal(m.raw[1], "order:9/expire", 14);
+    /* empty segments and a trailing slash belong to it; an encoded slash too */
+    assert_int_equal(route("GET", "/api/v1/timers/q/a//b/", &m, &mm), 7);
+    assert_int_equal(m.raw_len[1], 5);
+    assert_memory_equal(m.raw[1], "a//b/", 5);
+    assert_int_equal(route("GET", "/api/v1/timers/q//", &m, &mm), 7);
+    assert_int_equal(m.raw_len[1], 1);
+    assert_memory_equal(m.raw[1], "/", 1);
+    assert_int_equal(route("GET", "/api/v1/timers/q/a%2Fb", &m, &mm), 7);
+    assert_memory_equal(m.raw[1], "a%2Fb", 5);
+    /* more segments than any fixed route may have */
+    assert_int_equal(route("GET", "/api/v1/timers/q/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15", &m, &mm), 7);
+    assert_int_equal(m.raw_len[1], strlen("1/2/3/4/5/6/7/8/9/10/11/12/13/14/15"));
+    assert_memory_equal(m.raw[1], "1/2/3/4/5/6/7/8/9/10/11/12/13/14/15", m.raw_len[1]);
+    assert_int_equal(route("DELETE", "/api/v1/timers/q/k", &m, &mm), -1);
+    assert_int_equal(mm, 1);
+    assert_int_equal(route("GET", "/api/v1/timers//k", &m, &mm), -1);
+
     /* route table limits */
     char p1[] = "/a/b/c/d/e/f/g/h/i/j/k/l/m";
     url_route rt;
@@ -222,6 +251,11 @@ static void test_routes(void **state)
     assert_int_equal(url_route_init(&rt, "GET", p3), 0);
     assert_int_equal(rt.nsegs, 2);
     assert_string_equal(rt.segs[1], ":b");
+    char p4[] = "/a/*rest/b"; /* nothing after the rest of the path */
+    assert_int_equal(url_route_init(&rt, "GET", p4), -1);
+    char p5[] = "/a/*rest";
+    assert_int_equal(url_route_init(&rt, "GET", p5), 0);
+    assert_int_equal(rt.rest, 1);
 }
 
 static void test_lossy_writer(void **state)

@@ -9,7 +9,7 @@
 -- new duplicates. Timers repeating one transactionId on one partition within the round fire
 -- the earliest only. A duplicate still counts as fired: its row is deleted. Timers of a full
 -- queue (maxSize) wait a second; plaintext timers of a queue with encryptionEnabled wait for a
--- node to seal them (step 2b, counted in o_unsealed).
+-- node to seal them (step 2b, counted in o_unsealed); either way the timer's attempts grows by one.
 -- Returns what fired, whether more were due than this round took, the largest delay past
 -- fire_at, and how far away the next timer is (NULL when there is none; <= 0 when it is due
 -- but held by another round). (v1, without o_unsealed, was for nodes that could not seal.)
@@ -151,7 +151,8 @@ BEGIN
     END IF;
 
     -- 4. the round's timers are done, fired or duplicate; those of full queues wait a second
-    UPDATE queen.log_timers x SET fire_at = v_now + 1000000
+    --    (and count an attempt)
+    UPDATE queen.log_timers x SET fire_at = v_now + 1000000, attempts = x.attempts + 1
      WHERE x.id IN (SELECT u.id FROM unnest(v_id, v_full) AS u(id, f) WHERE u.f);
     DELETE FROM queen.log_timers x
      WHERE x.id IN (SELECT u.id FROM unnest(v_id, v_full) AS u(id, f) WHERE NOT u.f);
