@@ -32,6 +32,14 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/ack/batch", api_ack_batch, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/transaction", api_transaction, ACCESS_READ_WRITE);
+    /* streams (docs/streams.md): register and cycle read-write, state reads read-only, as the
+     * earlier release's route table; listing and reading queries read-only, dropping admin */
+    http_route(s, "POST", "/streams/v1/queries", api_streams_register, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/streams/v1/queries", api_streams_list, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/streams/v1/queries/:name", api_streams_get, ACCESS_READ_ONLY);
+    http_route(s, "DELETE", "/streams/v1/queries/:name", api_streams_drop, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/streams/v1/cycle", api_streams_cycle, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/streams/v1/state/get", api_streams_state_get, ACCESS_READ_ONLY);
     /* KV store (docs/http-api.md#kv-store) */
     http_route(s, "POST", "/api/v1/kv/batch", api_kv_batch, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/kv/:namespace", api_kv_list, ACCESS_READ_ONLY);

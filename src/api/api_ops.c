@@ -152,6 +152,9 @@ static void status_body(http_req *r, PGresult *queues, const char *dberr)
         buf_puts(&b, ",\"s3\":");
         s3_node_status_json(a->s3, &b, a->auth ? r->tenant : NULL);
     }
+    /* this node's stream counters, of the request's tenant under auth (docs/streams.md) */
+    buf_puts(&b, ",\"streams\":");
+    api_streams_status_json(&b, a->auth ? r->tenant : NULL);
     buf_putc(&b, '}');
     http_respond_json(r, 200, &b);
     buf_free(&b);
@@ -310,6 +313,7 @@ void api_metrics_prometheus(http_req *r)
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
     render_kv_timer_metrics(a, &b);
+    api_streams_prometheus(&b);
     if (a->auth)
         auth_render_metrics(a->auth, &b);
     db_pool_stats ps;

@@ -150,6 +150,17 @@ void api_push_answer(push_req *pr);
 int api_push_is_binary(http_req *r);
 void api_push_binary(http_req *r);
 void api_transaction(http_req *r);
+/* Streams: the /streams/v1 routes (api_streams.c, docs/streams.md). */
+void api_streams_register(http_req *r);
+void api_streams_list(http_req *r);
+void api_streams_get(http_req *r);
+void api_streams_drop(http_req *r);
+void api_streams_cycle(http_req *r);
+void api_streams_state_get(http_req *r);
+/* The per-query counters of this node: a JSON object for /status (tenant NULL = all), and
+ * Prometheus text. */
+void api_streams_status_json(buf *b, const uint8_t tenant[16]);
+void api_streams_prometheus(buf *b);
 /* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
  * integer in [lo, hi]. */
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);

@@ -70,6 +70,13 @@ const ROUTES = [
   ['GET', '/api/v1/messages', 'read-only'],
   ['GET', `/api/v1/messages/${UUID0}/x`, 'read-only'],
   ['DELETE', `/api/v1/messages/${UUID0}/x`, 'read-write'],
+  // streams: register and cycle read-write, state reads read-only (the earlier release's levels)
+  ['POST', '/streams/v1/queries', 'read-write', { name: 'matrix-q', source_queue: 'matrix', config_hash: 'h' }],
+  ['GET', '/streams/v1/queries', 'read-only'],
+  ['GET', '/streams/v1/queries/matrix-q', 'read-only'],
+  ['DELETE', '/streams/v1/queries/matrix-none', 'read-write'],
+  ['POST', '/streams/v1/cycle', 'read-write', { query_id: UUID0, partition_id: UUID0, ack: null }],
+  ['POST', '/streams/v1/state/get', 'read-only', { query_id: UUID0, partition_id: UUID0, keys: [] }],
 ];
 
 // the HS256 node exempts this route with JWT_SKIP_PATHS: for it, the route is public

@@ -63,9 +63,19 @@ export const ROUTES = [
   ['GET', '/api/v1/messages'],
   ['GET', '/api/v1/messages/:partitionId/:transactionId'],
   ['DELETE', '/api/v1/messages/:partitionId/:transactionId'],
+  ['POST', '/streams/v1/queries', { name: 'hq-stream', source_queue: 'hq', sink_queue: 'hs', config_hash: 'h1', reset: false }],
+  ['GET', '/streams/v1/queries'],
+  ['GET', '/streams/v1/queries/:name'],
+  ['DELETE', '/streams/v1/queries/:name'],
+  ['POST', '/streams/v1/cycle', {
+    query_id: UUID, partition_id: UUID, consumer_group: 'g', state_ops: [{ type: 'upsert', key: 'k', value: { v: 1 } }],
+    push_items: [{ queue: 'hs', partition: 'p', payload: { b: 2 } }],
+    ack: { transactionId: 't1', leaseId: UUID, status: 'completed', count: 1 }, release_lease: true,
+  }],
+  ['POST', '/streams/v1/state/get', { query_id: UUID, partition_id: UUID, keys: ['k'], key_prefix: 'k', ripe_at_or_before: 1 }],
 ];
 // A harmless value per path parameter (parsable where the route parses it).
-export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1' };
+export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1', name: 'hq-none' };
 
 // The path of a route with its parameters filled (bad: name → already-encoded replacement).
 // (":name" is one segment; "*name" the rest of the path, its '/' kept, as the 2.x client sends a timerKey.)

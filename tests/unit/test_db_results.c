@@ -30,6 +30,7 @@
 #include "queue/options.h"
 #include "sink/sinkdb_results.h"
 #include "storage/storage_results.h"
+#include "streams/streams_results.h"
 #include "timers/timer_results.h"
 
 typedef struct shape {
@@ -60,6 +61,12 @@ static const shape SHAPES[] = {
     {"sink_positions_v1", COLS(SINK_POSITIONS_V1_COLUMNS)},
     {"sink_positions_at_v1", COLS(SINK_POSITIONS_AT_V1_COLUMNS)},
     {"transaction_v1", COLS(TRANSACTION_V1_COLUMNS)},
+    {"streams_register_v1", COLS(STREAMS_REGISTER_V1_COLUMNS)},
+    {"streams_drop_v1", COLS(STREAMS_DROP_V1_COLUMNS)},
+    {"streams_queries_v1", COLS(STREAMS_QUERIES_V1_COLUMNS)},
+    {"streams_partitions_v1", COLS(STREAMS_PARTITIONS_V1_COLUMNS)},
+    {"streams_state_get_v1", COLS(STREAMS_STATE_GET_V1_COLUMNS)},
+    {"streams_cycle_v1", COLS(STREAMS_CYCLE_V1_COLUMNS)},
     {"seek_v1", COLS(SEEK_V1_COLUMNS)},
     {"delete_group_v1", COLS(DELETE_GROUP_V1_COLUMNS)},
     {"set_subscription_v1", COLS(SET_SUBSCRIPTION_V1_COLUMNS)},

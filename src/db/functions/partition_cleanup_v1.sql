@@ -1,6 +1,6 @@
 -- partition_cleanup_v1: deletes up to p_limit partitions that hold no record and have had none
 -- (nor been created) for p_idle_us, with their cursors and dedup rows (PARTITION_CLEANUP_DAYS);
--- a partition with dead letters is kept. A later push creates the partition again: a new id and
+-- a partition with dead letters, or one a stream's state row names, is kept. A later push creates the partition again: a new id and
 -- uuid, offsets from 0 again. One node at a time (try-lock 737002). Returns how many were
 -- deleted.
 -- Locks as the admin deletion does — the partition's cursors, then the partition — but it never
@@ -25,6 +25,8 @@ BEGIN
            AND p.created_at < to_timestamp(v_cut / 1000000.0)
            -- its dead letters are the only copy of what retention removed: kept
            AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = p.id)
+           -- a stream's open state names it (docs/streams.md): kept until the window closes
+           AND NOT EXISTS (SELECT 1 FROM queen.stream_state s WHERE s.partition_uuid = p.uuid)
          ORDER BY p.id LIMIT p_limit
     LOOP
         BEGIN
@@ -32,6 +34,7 @@ BEGIN
             PERFORM 1 FROM queen.partitions p
               WHERE p.id = v_id AND p.next_offset = p.start_offset AND p.last_ts < v_cut
                 AND NOT EXISTS (SELECT 1 FROM queen.dead_letters d WHERE d.partition_id = p.id)
+                AND NOT EXISTS (SELECT 1 FROM queen.stream_state s WHERE s.partition_uuid = p.uuid)
               FOR UPDATE OF p NOWAIT;
             IF FOUND THEN
                 PERFORM 1 FROM queen.dedup x WHERE x.partition_id = v_id ORDER BY x.txn_id FOR UPDATE NOWAIT;

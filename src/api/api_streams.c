@@ -1,0 +1,1227 @@
+/* api_streams.c — the broker side of streams, /streams/v1/… (docs/streams.md): registering,
+ * listing, reading and dropping queries, the cycle (state ops + sink pushes + source ack in one
+ * transaction, queen.streams_cycle_v1) and state reads. Bodies and answers are the earlier
+ * release's (its JS SDK and the 2.x Python runtime speak them unchanged); sink pushes are
+ * encoded exactly as POST /api/v1/push encodes them (push_item_parse_or_respond, push_enc:
+ * sealing, the producer stamp), and every sink item without a transactionId gets one derived
+ * here from (query, partition, what the cycle closes, result index), so a retried or
+ * concurrent cycle or flush is deduplicated by the push path instead of emitted twice. */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/timeutil.h"
+#include "core/util.h"
+
+#define NAME_MAX_BYTES 255
+#include "crypto/seal.h"
+#include "db/pgarray.h"
+#include "storage/logread.h"
+#include "streams/streams_results.h"
+
+/* ------------------------------------------------------------------ per-query counters */
+
+typedef struct stream_stat {
+    uuid id;
+    uint8_t tenant[16];
+    char name[128];
+    uint64_t cycles, flushes, sink_pushes, sink_duplicates, state_ops, conflicts, aborted, failed, acked;
+} stream_stat;
+
+#define STREAM_STATS_MAX 1024
+static stream_stat g_stats[STREAM_STATS_MAX];
+static uint32_t g_nstats;
+static uint64_t g_registers, g_state_gets;
+
+static stream_stat *stat_for(const uuid *id, const uint8_t tenant[16], const char *name)
+{
+    for (uint32_t i = 0; i < g_nstats; i++)
+        if (memcmp(g_stats[i].id.b, id->b, 16) == 0) {
+            if (name && !g_stats[i].name[0])
+                snprintf(g_stats[i].name, sizeof g_stats[i].name, "%s", name);
+            return &g_stats[i];
+        }
+    if (g_nstats == STREAM_STATS_MAX)
+        return NULL;
+    stream_stat *s = &g_stats[g_nstats++];
+    memset(s, 0, sizeof *s);
+    s->id = *id;
+    memcpy(s->tenant, tenant, 16);
+    if (name)
+        snprintf(s->name, sizeof s->name, "%s", name);
+    return s;
+}
+
+static void json_stat(buf *b, const stream_stat *s)
+{
+    char id[37];
+    uuid_format(&s->id, id);
+    buf_printf(&b[0], "{\"query_id\":\"%s\",\"name\":", id);
+    if (s->name[0])
+        jw_cstr(b, s->name);
+    else
+        buf_puts(b, "null");
+    buf_printf(b,
+               ",\"cycles\":%llu,\"flushes\":%llu,\"sink_pushes\":%llu,\"sink_duplicates\":%llu,"
+               "\"state_ops\":%llu,\"source_acked\":%llu,\"conflicts\":%llu,\"aborted_cycles\":%llu,"
+               "\"failed_cycles\":%llu}",
+               (unsigned long long)s->cycles, (unsigned long long)s->flushes, (unsigned long long)s->sink_pushes,
+               (unsigned long long)s->sink_duplicates, (unsigned long long)s->state_ops,
+               (unsigned long long)s->acked, (unsigned long long)s->conflicts, (unsigned long long)s->aborted,
+               (unsigned long long)s->failed);
+}
+
+void api_streams_status_json(buf *b, const uint8_t tenant[16])
+{
+    buf_printf(b, "{\"registers\":%llu,\"state_reads\":%llu,\"queries\":[", (unsigned long long)g_registers,
+               (unsigned long long)g_state_gets);
+    int n = 0;
+    for (uint32_t i = 0; i < g_nstats; i++) {
+        if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
+            continue;
+        if (n++)
+            buf_putc(b, ',');
+        json_stat(b, &g_stats[i]);
+    }
+    buf_puts(b, "]}");
+}
+
+static void prom_label(buf *b, const stream_stat *s)
+{
+    char id[37];
+    uuid_format(&s->id, id);
+    buf_printf(b, "{query_id=\"%s\",query=\"", id);
+    for (const char *p = s->name; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_putc(b, '\\');
+        if (*p == '\n') {
+            buf_puts(b, "\\n");
+            continue;
+        }
+        buf_putc(b, *p);
+    }
+    buf_puts(b, "\"}");
+}
+
+void api_streams_prometheus(buf *b)
+{
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } M[] = {
+        {"queen_stream_cycles_total", "Stream cycles committed (with a source ack)", offsetof(stream_stat, cycles)},
+        {"queen_stream_flushes_total", "Ack-less stream cycles committed (idle flushes)", offsetof(stream_stat, flushes)},
+        {"queen_stream_sink_pushes_total", "Sink records written by stream cycles", offsetof(stream_stat, sink_pushes)},
+        {"queen_stream_sink_duplicates_total", "Sink records of stream cycles found already written",
+         offsetof(stream_stat, sink_duplicates)},
+        {"queen_stream_state_ops_total", "State upserts and deletes applied", offsetof(stream_stat, state_ops)},
+        {"queen_stream_source_acked_total", "Source records acked by stream cycles", offsetof(stream_stat, acked)},
+        {"queen_stream_conflicts_total", "Registrations refused with 409 (config_hash changed)",
+         offsetof(stream_stat, conflicts)},
+        {"queen_stream_aborted_cycles_total", "Stream cycles aborted on an expired or foreign lease",
+         offsetof(stream_stat, aborted)},
+        {"queen_stream_failed_cycles_total", "Stream cycles that failed for another reason (rolled back)",
+         offsetof(stream_stat, failed)},
+    };
+    for (size_t m = 0; m < sizeof M / sizeof M[0]; m++) {
+        buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", M[m].name, M[m].help, M[m].name);
+        for (uint32_t i = 0; i < g_nstats; i++) {
+            buf_puts(b, M[m].name);
+            prom_label(b, &g_stats[i]);
+            buf_printf(b, " %llu\n", (unsigned long long)*(const uint64_t *)((const char *)&g_stats[i] + M[m].off));
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+/* Refuses a key the route does not know (the earlier release dropped them silently). `known`
+ * is NULL-terminated. Returns the offending key's token or -1. */
+static int unknown_key(const json_doc *d, int obj, const char *const *known)
+{
+    uint32_t cnt = d->toks[obj].count;
+    int k = json_first(d, obj);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
+        int ok = 0;
+        for (const char *const *p = known; *p; p++)
+            if (json_str_eq(d, k, *p)) {
+                ok = 1;
+                break;
+            }
+        if (!ok)
+            return k;
+    }
+    return -1;
+}
+
+static int refuse_unknown(http_req *r, json_doc *d, int obj, const char *const *known, const char *where)
+{
+    int k = unknown_key(d, obj, known);
+    if (k < 0)
+        return 0;
+    buf t;
+    buf_init(&t, 0);
+    json_str_decode(d, k, &t);
+    http_respond_error_code(r, 400, "unknown_field", "Unknown field%s%s: %s", where ? " in " : "", where ? where : "",
+                            buf_cstr(&t));
+    buf_free(&t);
+    return -1;
+}
+
+/* A required non-empty string field; answers 400 `<name> is required` (the earlier release's
+ * sentence) when missing, mistyped or empty. */
+static int required_str(http_req *r, json_doc *d, const char *key, const char **out, size_t *len)
+{
+    int rc = api_str_field(r, d, 0, key, out, len);
+    if (rc == API_STR_NUL) {
+        http_respond_error(r, 400, "%s must not hold a NUL character (\\u0000)", key);
+        return -1;
+    }
+    if (rc != 1 || *len == 0) {
+        http_respond_error(r, 400, "%s is required", key);
+        return -1;
+    }
+    return 0;
+}
+
+static int required_uuid(http_req *r, json_doc *d, const char *key, uuid *out)
+{
+    const char *s;
+    size_t len;
+    if (required_str(r, d, key, &s, &len) < 0)
+        return -1;
+    if (uuid_parse(s, len, out) < 0) {
+        http_respond_error_code(r, 400, "invalid_uuid", "%s must be a UUID", key);
+        return -1;
+    }
+    return 0;
+}
+
+static void iso_or_null(buf *b, const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col)) {
+        buf_puts(b, "null");
+        return;
+    }
+    char t[32];
+    format_iso_ms(db_get_i64(res, row, col), t);
+    buf_printf(b, "\"%s\"", t);
+}
+
+static void text_or_null(buf *b, const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        buf_puts(b, "null");
+    else
+        jw_string(b, PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col));
+}
+
+static void uuid_col(const PGresult *res, int row, int col, char out[37])
+{
+    format_uuid_text((const uint8_t *)PQgetvalue(res, row, col), out);
+}
+
+/* ------------------------------------------------------------------ POST /streams/v1/queries */
+
+typedef struct reg_ctx {
+    http_req *http;
+    app *a;
+    const char *name;
+    char tenant[37], id[37];
+    const char *values[7];
+    int lengths[7];
+    int formats[7];
+    db_req dbr;
+} reg_ctx;
+
+static void reg_done(db_req *d)
+{
+    reg_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res || PQntuples(res) != 1) {
+        api_respond_db_error(r, d);
+        db_req_clear(d);
+        return;
+    }
+    char qid[37];
+    uuid_col(res, 0, SREG_QUERY_ID, qid);
+    const char *outcome = PQgetvalue(res, 0, SREG_OUTCOME);
+    uuid u;
+    uuid_parse(qid, 36, &u);
+    stream_stat *st = stat_for(&u, r->tenant, c->name);
+    g_registers++;
+    buf b;
+    buf_init(&b, 0);
+    if (strcmp(outcome, "conflict") == 0) {
+        if (st)
+            st->conflicts++;
+        buf_printf(&b, "{\"success\":false,\"query_id\":\"%s\",\"name\":", qid);
+        jw_cstr(&b, c->name);
+        buf_puts(&b, ",\"error\":");
+        buf msg;
+        buf_init(&msg, 0);
+        buf_printf(&msg,
+                   "config_hash mismatch: operator chain changed for queryId '%s'. Pass reset:true to wipe existing "
+                   "state, or use a new queryId.",
+                   c->name);
+        jw_cstr(&b, buf_cstr(&msg));
+        buf_free(&msg);
+        buf_puts(&b, ",\"code\":\"config_hash_mismatch\",\"config_hash\":");
+        text_or_null(&b, res, 0, SREG_CONFIG_HASH);
+        buf_putc(&b, '}');
+        db_req_clear(d);
+        http_respond_json(r, 409, &b);
+        buf_free(&b);
+        return;
+    }
+    buf_printf(&b, "{\"success\":true,\"query_id\":\"%s\",\"name\":", qid);
+    jw_cstr(&b, c->name);
+    buf_puts(&b, ",\"config_hash\":");
+    text_or_null(&b, res, 0, SREG_CONFIG_HASH);
+    buf_printf(&b, ",\"fresh\":%s,\"reset\":%s,\"state_rows_deleted\":%lld}",
+               strcmp(outcome, "fresh") == 0 ? "true" : "false", strcmp(outcome, "reset") == 0 ? "true" : "false",
+               (long long)db_get_i64(res, 0, SREG_STATE_ROWS));
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+void api_streams_register(http_req *r)
+{
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 2) < 0)
+        return;
+    static const char *const known[] = {"name", "source_queue", "sink_queue", "config_hash", "reset", NULL};
+    const char *name, *src, *hash, *sink = NULL;
+    size_t nl, sl, hl, kl = 0;
+    if (required_str(r, &d, "name", &name, &nl) < 0 || required_str(r, &d, "source_queue", &src, &sl) < 0 ||
+        required_str(r, &d, "config_hash", &hash, &hl) < 0 || refuse_unknown(r, &d, 0, known, NULL) < 0) {
+        json_doc_free(&d);
+        return;
+    }
+    int rc = api_str_field(r, &d, 0, "sink_queue", &sink, &kl);
+    if (rc < 0) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "sink_queue must be a string");
+        return;
+    }
+    if (nl > NAME_MAX_BYTES || sl > NAME_MAX_BYTES || kl > NAME_MAX_BYTES || hl > 1024) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "name, source_queue and sink_queue must be at most %d bytes, config_hash 1024",
+                           NAME_MAX_BYTES);
+        return;
+    }
+    int reset = 0;
+    int t = json_get(&d, 0, "reset");
+    if (t >= 0 && json_type_of(&d, t) != JSON_NULL) {
+        if (json_type_of(&d, t) == JSON_TRUE)
+            reset = 1;
+        else if (json_type_of(&d, t) != JSON_FALSE) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "reset must be a boolean");
+            return;
+        }
+    }
+    json_doc_free(&d);
+    reg_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    c->name = name;
+    uuid id;
+    uuid_v7(&id);
+    uuid_format(&id, c->id);
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = c->id;
+    c->values[2] = name;
+    c->values[3] = src;
+    c->values[4] = sink && kl ? sink : NULL;
+    c->values[5] = hash;
+    c->values[6] = reset ? "true" : "false";
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_register_v1($1::uuid, $2::uuid, $3, $4, $5, $6, $7::boolean)",
+                               7, c->values, c->lengths, c->formats, 1};
+    c->dbr.done = reg_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(c->a->db, &c->dbr) < 0)
+        api_respond_db_error(r, &c->dbr);
+}
+
+/* ------------------------------------------------------------------ GET / DELETE queries */
+
+typedef struct q_ctx {
+    http_req *http;
+    app *a;
+    char tenant[37];
+    const char *values[3];
+    int lengths[3];
+    int formats[3];
+    db_req dbr;
+    int one;
+} q_ctx;
+
+static void query_object(buf *b, const PGresult *res, int i)
+{
+    char id[37];
+    uuid_col(res, i, SQ_QUERY_ID, id);
+    buf_printf(b, "{\"query_id\":\"%s\",\"name\":", id);
+    text_or_null(b, res, i, SQ_NAME);
+    buf_puts(b, ",\"source_queue\":");
+    text_or_null(b, res, i, SQ_SOURCE);
+    buf_puts(b, ",\"sink_queue\":");
+    text_or_null(b, res, i, SQ_SINK);
+    buf_puts(b, ",\"config_hash\":");
+    text_or_null(b, res, i, SQ_HASH);
+    buf_puts(b, ",\"consumer_group\":");
+    buf g;
+    buf_init(&g, 0);
+    buf_puts(&g, "streams.");
+    buf_append(&g, PQgetvalue(res, i, SQ_NAME), (size_t)PQgetlength(res, i, SQ_NAME));
+    jw_string(b, g.data, g.len);
+    buf_free(&g);
+    buf_puts(b, ",\"created_at\":");
+    iso_or_null(b, res, i, SQ_CREATED);
+    buf_puts(b, ",\"updated_at\":");
+    iso_or_null(b, res, i, SQ_UPDATED);
+    buf_printf(b, ",\"state_rows\":%lld,\"partitions\":%lld,\"last_cycle_at\":",
+               (long long)db_get_i64(res, i, SQ_STATE_ROWS), (long long)db_get_i64(res, i, SQ_PARTITIONS));
+    iso_or_null(b, res, i, SQ_LAST_CYCLE);
+    uuid u;
+    uuid_parse(id, 36, &u);
+    for (uint32_t k = 0; k < g_nstats; k++)
+        if (memcmp(g_stats[k].id.b, u.b, 16) == 0) {
+            buf_puts(b, ",\"metrics\":");
+            json_stat(b, &g_stats[k]);
+        }
+}
+
+static void queries_done(db_req *d)
+{
+    q_ctx *c = d->arg;
+    http_req *r = c->http;
+    if (d->err != DB_OK || !d->res[0] || (c->one && !d->res[1])) {
+        api_respond_db_error(r, d);
+        db_req_clear(d);
+        return;
+    }
+    PGresult *res = d->res[0];
+    int n = PQntuples(res);
+    buf b;
+    buf_init(&b, 0);
+    if (c->one) {
+        if (n != 1) {
+            db_req_clear(d);
+            buf_free(&b);
+            http_respond_error_code(r, 404, "query_not_found", "No streaming query named '%s'", r->params[0]);
+            return;
+        }
+        query_object(&b, res, 0);
+        buf_puts(&b, ",\"partitions_detail\":[");
+        PGresult *pr = d->res[1];
+        for (int i = 0; i < PQntuples(pr); i++) {
+            char pu[37];
+            uuid_col(pr, i, SP_PARTITION_UUID, pu);
+            buf_printf(&b, "%s{\"partition_id\":\"%s\",\"partition\":", i ? "," : "", pu);
+            text_or_null(&b, pr, i, SP_PARTITION_NAME);
+            buf_printf(&b, ",\"state_rows\":%lld,\"last_cycle_at\":", (long long)db_get_i64(pr, i, SP_STATE_ROWS));
+            iso_or_null(&b, pr, i, SP_LAST_CYCLE);
+            buf_putc(&b, '}');
+        }
+        buf_puts(&b, "]}");
+    } else {
+        buf_puts(&b, "{\"queries\":[");
+        for (int i = 0; i < n; i++) {
+            if (i)
+                buf_putc(&b, ',');
+            query_object(&b, res, i);
+            buf_putc(&b, '}');
+        }
+        buf_printf(&b, "],\"total\":%d}", n);
+    }
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void queries_submit(http_req *r, int one)
+{
+    q_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    c->one = one;
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = one ? r->params[0] : NULL;
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_queries_v1($1::uuid, $2)", 2, c->values, c->lengths,
+                               c->formats, 1};
+    if (one) {
+        c->dbr.nstmt = 2;
+        c->dbr.stmt[1] = (db_stmt){"SELECT p.* FROM queen.stream_queries q, "
+                                   "LATERAL queen.streams_partitions_v1($1::uuid, q.id, NULL) p "
+                                   "WHERE q.tenant_id = $1::uuid AND q.name = $2",
+                                   2, c->values, c->lengths, c->formats, 1};
+    }
+    c->dbr.done = queries_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(c->a->db, &c->dbr) < 0)
+        api_respond_db_error(r, &c->dbr);
+}
+
+void api_streams_list(http_req *r) { queries_submit(r, 0); }
+void api_streams_get(http_req *r) { queries_submit(r, 1); }
+
+static void drop_done(db_req *d)
+{
+    q_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res) {
+        api_respond_db_error(r, d);
+        db_req_clear(d);
+        return;
+    }
+    if (PQntuples(res) != 1) {
+        db_req_clear(d);
+        http_respond_error_code(r, 404, "query_not_found", "No streaming query named '%s'", r->params[0]);
+        return;
+    }
+    char id[37];
+    uuid_col(res, 0, SDROP_QUERY_ID, id);
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"success\":true,\"query_id\":\"%s\",\"name\":", id);
+    jw_cstr(&b, r->params[0]);
+    buf_printf(&b, ",\"state_rows_deleted\":%lld}", (long long)db_get_i64(res, 0, SDROP_STATE_ROWS));
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+void api_streams_drop(http_req *r)
+{
+    q_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = r->params[0];
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_drop_v1($1::uuid, $2)", 2, c->values, c->lengths,
+                               c->formats, 1};
+    c->dbr.done = drop_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(c->a->db, &c->dbr) < 0)
+        api_respond_db_error(r, &c->dbr);
+}
+
+/* ------------------------------------------------------------------ POST /streams/v1/state/get */
+
+typedef struct sg_ctx {
+    http_req *http;
+    app *a;
+    int partitions_mode;
+    char tenant[37], query[37], part[37], since[24], ripe[40];
+    pgarray keys;
+    const char *values[6];
+    int lengths[6];
+    int formats[6];
+    db_req dbr;
+} sg_ctx;
+
+static void sg_done(db_req *d)
+{
+    sg_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    pgarray_free(&c->keys);
+    if (d->err != DB_OK || !res) {
+        api_respond_db_error(r, d);
+        db_req_clear(d);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    int n = PQntuples(res);
+    if (c->partitions_mode) {
+        buf_puts(&b, "{\"success\":true,\"partitions\":[");
+        for (int i = 0; i < n; i++) {
+            char pu[37];
+            uuid_col(res, i, SP_PARTITION_UUID, pu);
+            buf_printf(&b, "%s{\"partition_id\":\"%s\",\"partition\":", i ? "," : "", pu);
+            text_or_null(&b, res, i, SP_PARTITION_NAME);
+            buf_printf(&b, ",\"state_rows\":%lld,\"last_cycle_at\":", (long long)db_get_i64(res, i, SP_STATE_ROWS));
+            iso_or_null(&b, res, i, SP_LAST_CYCLE);
+            buf_putc(&b, '}');
+        }
+        buf_puts(&b, "]}");
+    } else {
+        buf_puts(&b, "{\"success\":true,\"rows\":[");
+        for (int i = 0; i < n; i++) {
+            buf_puts(&b, i ? ",{\"key\":" : "{\"key\":");
+            text_or_null(&b, res, i, SSG_KEY);
+            buf_puts(&b, ",\"value\":");
+            /* jsonb as text: already JSON */
+            buf_append(&b, PQgetvalue(res, i, SSG_VALUE), (size_t)PQgetlength(res, i, SSG_VALUE));
+            buf_puts(&b, ",\"updated_at\":");
+            iso_or_null(&b, res, i, SSG_UPDATED);
+            buf_putc(&b, '}');
+        }
+        buf_puts(&b, "]}");
+    }
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+void api_streams_state_get(http_req *r)
+{
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 3) < 0)
+        return;
+    static const char *const known[] = {"query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before",
+                                        "touched_within_ms", NULL};
+    uuid q, p;
+    if (required_uuid(r, &d, "query_id", &q) < 0 || refuse_unknown(r, &d, 0, known, NULL) < 0) {
+        json_doc_free(&d);
+        return;
+    }
+    sg_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    format_uuid_text(r->tenant, c->tenant);
+    uuid_format(&q, c->query);
+    c->values[0] = c->tenant;
+    c->values[1] = c->query;
+    int tw = json_get(&d, 0, "touched_within_ms");
+    if (tw >= 0 && json_type_of(&d, tw) != JSON_NULL) {
+        /* the idle-flush sweep: the partitions this query committed a cycle on lately */
+        int64_t ms;
+        if (api_int_field(&d, 0, "touched_within_ms", 1, 366LL * 86400 * 1000, &ms) != 1) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "touched_within_ms must be a positive integer (milliseconds)");
+            return;
+        }
+        json_doc_free(&d);
+        c->partitions_mode = 1;
+        snprintf(c->since, sizeof c->since, "%lld", (long long)(wall_us() - ms * 1000));
+        c->values[2] = c->since;
+        pgarray_begin(&c->keys, OID_TEXT);
+        c->dbr.nstmt = 1;
+        c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_partitions_v1($1::uuid, $2::uuid, $3::int8)", 3,
+                                   c->values, c->lengths, c->formats, 1};
+    } else {
+        if (required_uuid(r, &d, "partition_id", &p) < 0) {
+            json_doc_free(&d);
+            return;
+        }
+        uuid_format(&p, c->part);
+        c->values[2] = c->part;
+        pgarray_begin(&c->keys, OID_TEXT);
+        int k = json_get(&d, 0, "keys");
+        if (k >= 0 && json_type_of(&d, k) == JSON_ARRAY) {
+            int e = json_first(&d, k);
+            for (uint32_t i = 0; i < d.toks[k].count; i++, e = json_next(&d, e)) {
+                const char *s;
+                size_t len;
+                if (json_type_of(&d, e) != JSON_STRING || api_json_text(r, &d, e, &s, &len) < 0) {
+                    json_doc_free(&d);
+                    pgarray_free(&c->keys);
+                    http_respond_error(r, 400, "keys[%u] must be a string without NUL characters", i);
+                    return;
+                }
+                pgarray_add(&c->keys, s, len);
+            }
+        } else if (k >= 0 && json_type_of(&d, k) != JSON_NULL) {
+            json_doc_free(&d);
+            pgarray_free(&c->keys);
+            http_respond_error(r, 400, "keys must be an array of strings");
+            return;
+        }
+        pgarray_finish(&c->keys);
+        c->values[3] = c->keys.b.data;
+        c->lengths[3] = (int)c->keys.b.len;
+        c->formats[3] = 1;
+        const char *pre;
+        size_t pl;
+        int rc = api_str_field(r, &d, 0, "key_prefix", &pre, &pl);
+        if (rc < 0) {
+            json_doc_free(&d);
+            pgarray_free(&c->keys);
+            http_respond_error(r, 400, "key_prefix must be a string without NUL characters");
+            return;
+        }
+        c->values[4] = rc == 1 && pl > 0 ? pre : NULL;
+        int rp = json_get(&d, 0, "ripe_at_or_before");
+        if (rp >= 0 && json_type_of(&d, rp) == JSON_NUMBER) {
+            size_t nl;
+            const char *raw = json_raw(&d, rp, &nl);
+            if (nl >= sizeof c->ripe)
+                nl = sizeof c->ripe - 1;
+            memcpy(c->ripe, raw, nl);
+            c->values[5] = c->ripe;
+        } else if (rp >= 0 && json_type_of(&d, rp) != JSON_NULL) {
+            json_doc_free(&d);
+            pgarray_free(&c->keys);
+            http_respond_error(r, 400, "ripe_at_or_before must be a number (epoch milliseconds)");
+            return;
+        }
+        json_doc_free(&d);
+        c->dbr.nstmt = 1;
+        c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_state_get_v1($1::uuid, $2::uuid, $3::uuid, "
+                                   "$4::text[], $5, $6::numeric)",
+                                   6, c->values, c->lengths, c->formats, 1};
+    }
+    g_state_gets++;
+    c->dbr.done = sg_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(c->a->db, &c->dbr) < 0) {
+        pgarray_free(&c->keys);
+        api_respond_db_error(r, &c->dbr);
+    }
+}
+
+/* ------------------------------------------------------------------ POST /streams/v1/cycle */
+
+#define CY_PARAMS 25
+#define CY_MAX_ATTEMPTS 5
+
+typedef struct cy_ctx {
+    http_req *http;
+    app *a;
+    uuid query, part;
+    char tenant[37], query_s[37], part_s[37];
+    const char *group;
+    pgarray ops[3];
+    uint32_t nops;
+    push_req pr;
+    push_enc enc;
+    int has_ack, release;
+    const char *ack_txn, *ack_status, *ack_error;
+    int has_lease;
+    uuid lease;
+    char lease_s[37];
+    int has_count;
+    int64_t count;
+    char count_s[24];
+    int replay;
+    const char *values[CY_PARAMS];
+    int lengths[CY_PARAMS];
+    int formats[CY_PARAMS];
+    db_req dbr;
+    int attempts, refusals, resubmits;
+} cy_ctx;
+
+static void cy_free(cy_ctx *c)
+{
+    push_enc_free(&c->enc);
+    for (int k = 0; k < 3; k++)
+        pgarray_free(&c->ops[k]);
+}
+
+static void cy_encode(cy_ctx *c)
+{
+    push_enc_build(&c->enc, &c->pr, pusher_dedup_window_us(c->a->push));
+    for (int k = 0; k < PUSH_PARAMS; k++) {
+        c->values[7 + k] = c->enc.values[k];
+        c->lengths[7 + k] = c->enc.lengths[k];
+        c->formats[7 + k] = c->enc.formats[k];
+    }
+    c->values[24] = c->replay ? "true" : "false";
+}
+
+static void cy_respond_failure(cy_ctx *c, const char *msg)
+{
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"success\":false,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":null,"
+                   "\"state_ops_applied\":0,\"push_results\":[],\"ack_result\":null,\"error\":",
+               c->query_s, c->part_s);
+    jw_cstr(&b, msg);
+    buf_putc(&b, '}');
+    http_respond_json(c->http, 200, &b);
+    buf_free(&b);
+}
+
+static void cy_done(db_req *d)
+{
+    cy_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    stream_stat *st = stat_for(&c->query, r->tenant, NULL);
+    const push_group *refused = d->err == DB_SQL ? push_enc_refused(&c->enc, d->sqlstate, d->errmsg) : NULL;
+    if (refused) {
+        /* plaintext for a sink queue with encryptionEnabled: seal it and run the cycle again */
+        db_req_clear(d);
+        if (!seal_node_key()) {
+            char msg[400];
+            push_enc_no_key_error(refused, msg, sizeof msg);
+            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
+            cy_free(c);
+            return;
+        }
+        if (++c->refusals <= (int)c->enc.ngroups + 1) {
+            for (uint32_t i = 0; i < c->pr.n; i++)
+                if (c->pr.items[i].status != PUSH_DUPLICATE)
+                    c->pr.items[i].status = PUSH_PENDING;
+            cy_encode(c);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+            api_respond_db_error(r, d);
+        } else {
+            http_respond_error(r, 500, "streams_cycle_v1 kept refusing sealed records as not sealed");
+        }
+        cy_free(c);
+        return;
+    }
+    if (d->err != DB_OK || !res) {
+        int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retryable && ++c->attempts < CY_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+        }
+        if (d->err == DB_SQL && strncmp(d->sqlstate, "QS", 2) == 0) {
+            if (st) {
+                if (strcmp(d->sqlstate, "QS001") == 0)
+                    st->aborted++;
+                else
+                    st->failed++;
+            }
+            cy_respond_failure(c, d->errmsg);
+        } else {
+            if (st)
+                st->failed++;
+            api_respond_db_error(r, d);
+        }
+        db_req_clear(d);
+        cy_free(c);
+        return;
+    }
+    int dups, full;
+    push_enc_apply(&c->enc, res, &dups, &full);
+    if (full) {
+        db_req_clear(d);
+        if (st)
+            st->failed++;
+        cy_respond_failure(c, "PUSH operation failed: a sink queue is full (maxSize)");
+        cy_free(c);
+        return;
+    }
+    if (dups) {
+        /* sink results already written (a retried cycle or flush, a second runner): they answer
+         * duplicate and the cycle runs again without them */
+        db_req_clear(d);
+        c->replay = 1;
+        if (++c->resubmits > (int)c->pr.n + 1) {
+            http_respond_error(r, 500, "streams_cycle_v1 kept finding duplicates");
+            cy_free(c);
+            return;
+        }
+        cy_encode(c);
+        if (db_submit(c->a->db, d) == 0)
+            return;
+        api_respond_db_error(r, d);
+        cy_free(c);
+        return;
+    }
+    push_enc_settle(&c->pr);
+    int applied = 0, flags = 0;
+    int64_t acked = 0;
+    const char *qname = NULL;
+    int qlen = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (db_get_i32(res, i, SCY_KIND) != SCY_ROW_SUMMARY)
+            continue;
+        applied = db_get_i32(res, i, SCY_IDX);
+        acked = db_get_i64(res, i, SCY_OFF);
+        flags = (int)db_get_i64(res, i, SCY_TS);
+        if (!PQgetisnull(res, i, SCY_QNAME)) {
+            qname = PQgetvalue(res, i, SCY_QNAME);
+            qlen = PQgetlength(res, i, SCY_QNAME);
+        }
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_printf(&b, "{\"success\":true,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":", c->query_s,
+               c->part_s);
+    if (qname)
+        jw_string(&b, qname, (size_t)qlen);
+    else
+        buf_puts(&b, "null");
+    buf_printf(&b, ",\"state_ops_applied\":%d,\"push_results\":[", applied);
+    uint64_t written = 0, dupn = 0;
+    for (uint32_t j = 0; j < c->pr.n; j++) {
+        push_item *it = &c->pr.items[j];
+        uuid mid;
+        uuid_message_id(it->partition_id, it->offset, &mid);
+        char ms[37], pu[37];
+        uuid_format(&mid, ms);
+        format_uuid_text(it->partition_uuid, pu);
+        int dup = it->status == PUSH_DUPLICATE;
+        if (dup)
+            dupn++;
+        else
+            written++;
+        buf_printf(&b, "%s{\"index\":%u,\"transaction_id\":", j ? "," : "", j);
+        jw_string(&b, it->txn, it->txn_len);
+        buf_printf(&b, ",\"status\":\"%s\",\"message_id\":\"%s\",\"partition_id\":\"%s\",\"offset\":%llu,\"queueName\":",
+                   dup ? "duplicate" : "queued", ms, pu, (unsigned long long)it->offset);
+        jw_string(&b, it->queue, it->queue_len);
+        buf_putc(&b, '}');
+    }
+    buf_puts(&b, "],\"ack_result\":");
+    if (c->has_ack) {
+        buf_printf(&b, "{\"success\":true,\"count\":%lld,\"lease_released\":%s,\"dlq\":%s", (long long)acked,
+                   (flags & SCY_LEASE_RELEASED) ? "true" : "false", (flags & SCY_DLQ) ? "true" : "false");
+        if (c->has_count)
+            buf_printf(&b, ",\"count_requested\":%lld,\"count_matched\":%s", (long long)c->count,
+                       (flags & SCY_COUNT_DIFFERS) ? "false" : "true");
+        buf_putc(&b, '}');
+    } else {
+        buf_puts(&b, "null");
+    }
+    buf_printf(&b, ",\"replay\":%s}", (c->replay || (flags & SCY_REPLAY)) ? "true" : "false");
+    if (st) {
+        if (c->has_ack)
+            st->cycles++;
+        else
+            st->flushes++;
+        st->sink_pushes += written;
+        st->sink_duplicates += dupn;
+        st->state_ops += (uint64_t)applied;
+        st->acked += (uint64_t)acked;
+    }
+    for (uint32_t g = 0; g < c->enc.ngroups; g++)
+        notifier_changed(c->a->notify, c->enc.groups[g].tenant, c->enc.groups[g].queue, c->enc.groups[g].queue_len);
+    if (c->has_ack && qname)
+        notifier_changed(c->a->notify, r->tenant, qname, (size_t)qlen);
+    db_req_clear(d);
+    cy_free(c);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+/* The transactionId of sink item `index` without one of its own: a cycle with an ack derives
+ * it from the acked source record (a retry of that cycle re-derives the same ids), a flush
+ * from the state rows it closes and the item's payload (a retried flush, or a second runner
+ * flushing the same rows, derives the same ids; a window re-created later by new records
+ * has another payload). */
+static void derive_txn(cy_ctx *c, const buf *seed, uint32_t index, const push_item *it, char out[41])
+{
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    unsigned char h[32];
+    unsigned int hl = 0;
+    char idx[16];
+    int n = snprintf(idx, sizeof idx, "%u", index);
+    EVP_DigestInit_ex(m, EVP_sha256(), NULL);
+    EVP_DigestUpdate(m, "queen.streams\x1f", 14);
+    EVP_DigestUpdate(m, c->query.b, 16);
+    EVP_DigestUpdate(m, c->part.b, 16);
+    EVP_DigestUpdate(m, seed->data ? seed->data : "", seed->len);
+    EVP_DigestUpdate(m, "\x1f", 1);
+    EVP_DigestUpdate(m, idx, (size_t)n);
+    if (!c->has_ack) {
+        EVP_DigestUpdate(m, "\x1f", 1);
+        EVP_DigestUpdate(m, it->queue, it->queue_len);
+        EVP_DigestUpdate(m, "\x1f", 1);
+        EVP_DigestUpdate(m, it->partition, it->partition_len);
+        EVP_DigestUpdate(m, "\x1f", 1);
+        if (it->payload_len)
+            EVP_DigestUpdate(m, it->payload, it->payload_len);
+    }
+    EVP_DigestFinal_ex(m, h, &hl);
+    EVP_MD_CTX_free(m);
+    static const char hex[] = "0123456789abcdef";
+    memcpy(out, "sq:", 3);
+    for (int i = 0; i < 18; i++) {
+        out[3 + 2 * i] = hex[h[i] >> 4];
+        out[4 + 2 * i] = hex[h[i] & 15];
+    }
+    out[39] = 0;
+}
+
+static const char KV_REASON[] =
+    "a stream cycle carries no %s array: a cycle is the one actor that blocks on an advisory lock, and the lock "
+    "order puts queen.kv and queen.log_timers outside it, so a cycle that touched them would hold the two outermost "
+    "spaces while blocking on an advisory lock. Use state_ops for state atomic with the cycle; emit onto a queue and "
+    "schedule the timer (or the KV write) in that queue's consumer";
+
+void api_streams_cycle(http_req *r)
+{
+    app *a = r->app;
+    json_doc d;
+    /* root → push_items → item → payload */
+    if (api_parse_body_or_respond(r, &d, 4) < 0)
+        return;
+    int kvt = json_get(&d, 0, "kv");
+    int tmt = json_get(&d, 0, "timers");
+    if (kvt >= 0 || tmt >= 0) {
+        json_doc_free(&d);
+        http_respond_refusal(r, 400, "bad_request", kvt >= 0 ? "cycle_kv_unsupported" : "cycle_timers_unsupported",
+                             KV_REASON, kvt >= 0 ? "kv" : "timers");
+        return;
+    }
+    static const char *const known[] = {"query_id", "partition_id", "consumer_group", "state_ops", "push_items",
+                                        "ack", "release_lease", "idx", NULL};
+    cy_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = a;
+    if (required_uuid(r, &d, "query_id", &c->query) < 0 || required_uuid(r, &d, "partition_id", &c->part) < 0 ||
+        refuse_unknown(r, &d, 0, known, NULL) < 0) {
+        json_doc_free(&d);
+        return;
+    }
+    uuid_format(&c->query, c->query_s);
+    uuid_format(&c->part, c->part_s);
+    size_t len;
+    int rc = api_str_field(r, &d, 0, "consumer_group", &c->group, &len);
+    if (rc < 0) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "consumer_group must be a string without NUL characters");
+        return;
+    }
+    if (rc == 0 || len == 0)
+        c->group = QUEUE_MODE_GROUP;
+    c->release = 1;
+    int rl = json_get(&d, 0, "release_lease");
+    if (rl >= 0 && json_type_of(&d, rl) == JSON_FALSE)
+        c->release = 0;
+    else if (rl >= 0 && json_type_of(&d, rl) != JSON_TRUE && json_type_of(&d, rl) != JSON_NULL) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "release_lease must be a boolean");
+        return;
+    }
+
+    /* the ack */
+    int ak = json_get(&d, 0, "ack");
+    if (ak >= 0 && json_type_of(&d, ak) == JSON_OBJECT) {
+        static const char *const ack_known[] = {"transactionId", "leaseId", "status", "count", "error",
+                                                "partitionId", "consumerGroup", NULL};
+        if (refuse_unknown(r, &d, ak, ack_known, "ack") < 0) {
+            json_doc_free(&d);
+            return;
+        }
+        c->has_ack = 1;
+        rc = api_str_field(r, &d, ak, "transactionId", &c->ack_txn, &len);
+        if (rc != 1 || len == 0) {
+            json_doc_free(&d);
+            cy_respond_failure(c, "ack.transactionId is required");
+            return;
+        }
+        const char *s;
+        rc = api_str_field(r, &d, ak, "leaseId", &s, &len);
+        if (rc < 0 || (rc == 1 && len > 0 && uuid_parse(s, len, &c->lease) < 0)) {
+            json_doc_free(&d);
+            http_respond_error_code(r, 400, "invalid_uuid", "ack.leaseId must be a UUID");
+            return;
+        }
+        c->has_lease = rc == 1 && len > 0;
+        rc = api_str_field(r, &d, ak, "status", &c->ack_status, &len);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "ack.status must be a string");
+            return;
+        }
+        if (rc == 0 || len == 0)
+            c->ack_status = "completed";
+        if (strcmp(c->ack_status, "completed") && strcmp(c->ack_status, "success") &&
+            strcmp(c->ack_status, "failed") && strcmp(c->ack_status, "dlq")) {
+            buf m;
+            buf_init(&m, 0);
+            buf_printf(&m, "Unknown ack.status: %s", c->ack_status);
+            json_doc_free(&d);
+            cy_respond_failure(c, buf_cstr(&m));
+            buf_free(&m);
+            return;
+        }
+        rc = api_int_field(&d, ak, "count", 0, 1000000000, &c->count);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "ack.count must be a non-negative integer (source records)");
+            return;
+        }
+        c->has_count = rc == 1;
+        rc = api_str_field(r, &d, ak, "error", &c->ack_error, &len);
+        if (rc < 0) {
+            json_doc_free(&d);
+            http_respond_error(r, 400, "ack.error must be a string");
+            return;
+        }
+    } else if (ak >= 0 && json_type_of(&d, ak) != JSON_NULL) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "ack must be an object or null");
+        return;
+    }
+
+    /* the state ops; the flush's seed is the keys it deletes */
+    buf seed;
+    buf_init(&seed, 0);
+    if (c->has_ack) {
+        buf_puts(&seed, "a\x1f");
+        buf_puts(&seed, c->ack_txn);
+        buf_printf(&seed, "\x1f%lld", c->has_count ? (long long)c->count : -1LL);
+    } else {
+        buf_puts(&seed, "f");
+    }
+    for (int k = 0; k < 3; k++)
+        pgarray_begin(&c->ops[k], OID_TEXT);
+    int so = json_get(&d, 0, "state_ops");
+    if (so >= 0 && json_type_of(&d, so) == JSON_ARRAY) {
+        int e = json_first(&d, so);
+        for (uint32_t i = 0; i < d.toks[so].count; i++, e = json_next(&d, e)) {
+            static const char *const op_known[] = {"type", "key", "value", NULL};
+            char where[32];
+            snprintf(where, sizeof where, "state_ops[%u]", i);
+            const char *key;
+            size_t kl;
+            int ty = json_get(&d, e, "type");
+            if (json_type_of(&d, e) != JSON_OBJECT || refuse_unknown(r, &d, e, op_known, where) < 0) {
+                if (json_type_of(&d, e) != JSON_OBJECT)
+                    http_respond_error(r, 400, "state_ops[%u] must be an object", i);
+                goto fail;
+            }
+            if (api_str_field(r, &d, e, "key", &key, &kl) != 1) {
+                http_respond_error(r, 400, "state_ops[%u].key is required (a string without NUL characters)", i);
+                goto fail;
+            }
+            if (json_str_eq(&d, ty, "upsert")) {
+                int v = json_get(&d, e, "value");
+                size_t vl;
+                const char *raw = v >= 0 && json_type_of(&d, v) != JSON_NULL ? json_raw(&d, v, &vl) : NULL;
+                if (!raw) {
+                    raw = "{}";
+                    vl = 2;
+                }
+                pgarray_add(&c->ops[0], "upsert", 6);
+                pgarray_add(&c->ops[1], key, kl);
+                pgarray_add(&c->ops[2], raw, vl);
+            } else if (json_str_eq(&d, ty, "delete")) {
+                pgarray_add(&c->ops[0], "delete", 6);
+                pgarray_add(&c->ops[1], key, kl);
+                pgarray_add_null(&c->ops[2]);
+                if (!c->has_ack) {
+                    buf_putc(&seed, 0x1f);
+                    buf_append(&seed, key, kl);
+                }
+            } else {
+                buf t;
+                buf_init(&t, 0);
+                if (json_type_of(&d, ty) == JSON_STRING)
+                    json_str_decode(&d, ty, &t);
+                else
+                    buf_puts(&t, "null");
+                buf m;
+                buf_init(&m, 0);
+                buf_printf(&m, "Unknown state_op type: %s", buf_cstr(&t));
+                cy_respond_failure(c, buf_cstr(&m));
+                buf_free(&m);
+                buf_free(&t);
+                goto fail;
+            }
+            c->nops++;
+        }
+    } else if (so >= 0 && json_type_of(&d, so) != JSON_NULL) {
+        http_respond_error(r, 400, "state_ops must be an array");
+        goto fail;
+    }
+
+    /* the sink pushes */
+    int pi = json_get(&d, 0, "push_items");
+    uint32_t nitems = pi >= 0 && json_type_of(&d, pi) == JSON_ARRAY ? d.toks[pi].count : 0;
+    if (pi >= 0 && json_type_of(&d, pi) != JSON_ARRAY && json_type_of(&d, pi) != JSON_NULL) {
+        http_respond_error(r, 400, "push_items must be an array");
+        goto fail;
+    }
+    push_req *pr = &c->pr;
+    memcpy(pr->tenant, r->tenant, 16);
+    if (r->subject) {
+        pr->producer = r->subject;
+        pr->producer_len = (uint32_t)strlen(r->subject);
+    }
+    pr->items = arena_alloc(&r->ar, (nitems + 1) * sizeof *pr->items);
+    memset(pr->items, 0, (nitems + 1) * sizeof *pr->items);
+    if (nitems) {
+        int it = json_first(&d, pi);
+        for (uint32_t k = 0; k < nitems; k++, it = json_next(&d, it)) {
+            push_item *x = &pr->items[pr->n];
+            if (push_item_parse_or_respond(r, &d, it, k, x) < 0)
+                goto fail;
+            if (!x->payload_len) {
+                x->payload = "{}";
+                x->payload_len = 2;
+            }
+            if (!x->txn_producer) {
+                char *t = arena_alloc(&r->ar, 41);
+                derive_txn(c, &seed, k, x, t);
+                x->txn = t;
+                x->txn_len = (uint32_t)strlen(t);
+                x->txn_producer = 1;
+            }
+            pr->n++;
+        }
+    }
+    buf_free(&seed);
+    json_doc_free(&d);
+
+    for (int k = 0; k < 3; k++)
+        pgarray_finish(&c->ops[k]);
+    format_uuid_text(r->tenant, c->tenant);
+    c->values[0] = c->tenant;
+    c->values[1] = c->query_s;
+    c->values[2] = c->part_s;
+    c->values[3] = c->group;
+    for (int k = 0; k < 3; k++) {
+        c->values[4 + k] = c->ops[k].b.data;
+        c->lengths[4 + k] = (int)c->ops[k].b.len;
+        c->formats[4 + k] = 1;
+    }
+    c->values[17] = c->has_ack ? c->ack_txn : NULL;
+    if (c->has_lease) {
+        uuid_format(&c->lease, c->lease_s);
+        c->values[18] = c->lease_s;
+    }
+    c->values[19] = c->has_ack ? c->ack_status : NULL;
+    if (c->has_count) {
+        snprintf(c->count_s, sizeof c->count_s, "%lld", (long long)c->count);
+        c->values[20] = c->count_s;
+    }
+    c->values[21] = c->release ? "true" : "false";
+    c->values[22] = c->ack_error;
+    c->values[23] = c->has_ack ? "false" : "true";
+    push_enc_init(&c->enc);
+    c->enc.sq = pusher_sealq(a->push);
+    cy_encode(c);
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v1($1::uuid, $2::uuid, $3::uuid, $4, "
+                               "$5::text[], $6::text[], $7::text[], "
+                               "$8::uuid[], $9::text[], $10::text[], $11::int4[], $12::int4[], $13::bytea[], "
+                               "$14::int4[], $15::int4[], $16::text[], $17::int8, "
+                               "$18, $19::uuid, $20, $21::int4, $22::boolean, $23, $24::boolean, $25::boolean)",
+                               CY_PARAMS, c->values, c->lengths, c->formats, 1};
+    c->dbr.done = cy_done;
+    c->dbr.arg = c;
+    http_async(r);
+    if (db_submit(a->db, &c->dbr) < 0) {
+        api_respond_db_error(r, &c->dbr);
+        cy_free(c);
+    }
+    return;
+fail:
+    buf_free(&seed);
+    json_doc_free(&d);
+    for (int k = 0; k < 3; k++)
+        pgarray_free(&c->ops[k]);
+}

@@ -1,0 +1,193 @@
+-- streams_cycle_v1: one stream cycle (POST /streams/v1/cycle) — the state ops, the sink pushes
+-- and the source ack of one (query, source partition) in the caller's transaction, all or
+-- nothing. Order (docs/lock-order.md, space 1s), after a key-share lock on the query row:
+--   1. the shard's advisory lock, blocking: hashtextextended('queen.streams:<query>:<partition>', 0).
+--      Cycles and idle flushes of one shard serialise here; two shards never meet.
+--   2. the sink pushes through queen.push_v1, the allocator of POST /api/v1/push (real offsets,
+--      the dedup probe, partition order, the stamp). When push_v1 finds known transactionIds
+--      (kind 1) or a full queue (kind 2) it wrote nothing: those rows are returned and nothing
+--      else is done; the node drops the duplicates and calls again (a full queue fails the cycle).
+--   3. the state ops, in order (upsert, delete). A flush (p_fence: no ack) that deletes a row
+--      which is no longer there read stale state: another flush or cycle closed that window
+--      first. It raises QS005 unless p_replay (the node found every one of its pushes already
+--      written: the same flush committed before, its answer was lost) — then it is a no-op.
+--   4. the ack (p_ack_txn not NULL), on the group's cursor of the source partition, under its
+--      row lock: the lease must be live and, when p_ack_lease is given, that lease (QS001
+--      'Invalid or expired lease'); the transactionId must be one the lease delivered (QS002
+--      'Message not found'). Every record of the lease up to and including it is done.
+--      p_release: the lease is released and the cursor moves past it (the tail, if any, comes
+--      back). Not p_release (the gate's partial ack): the cursor moves over the done prefix and
+--      the lease is kept. The count of source records acked (records deleted or removed by
+--      retention are skipped, not counted) is returned; p_ack_count is the client's own count,
+--      checked against it (flag 4 when they differ; the transactionId decides).
+--      failed/dlq: the named record goes to the dead letters through queen.ack_v1.
+-- Errors raise QS00x with the earlier release's sentence; the node answers them as a cycle
+-- failure (200, success false) and the transaction rolls back whole.
+-- Rows: push_v1's (kinds 0..2) and one summary (kind 5: idx = state ops applied, off = source
+-- records acked, ts = flags 1 lease released, 2 dead-lettered, 4 count differed, 8 replay;
+-- partition_id = the requested count or NULL; qname = the source queue). C names them in
+-- src/streams/streams_results.h.
+CREATE OR REPLACE FUNCTION queen.streams_cycle_v1(
+    p_tenant uuid, p_query uuid, p_source uuid, p_group text,
+    p_op_types text[], p_op_keys text[], p_op_values text[],
+    p_g_tenant uuid[], p_queue text[], p_partition text[], p_count int[], p_bytes int[], p_data bytea[],
+    p_dd_group int[], p_dd_pos int[], p_dd_txn text[], p_dd_window bigint,
+    p_ack_txn text, p_ack_lease uuid, p_ack_status text, p_ack_count integer, p_release boolean, p_ack_error text,
+    p_fence boolean, p_replay boolean)
+RETURNS TABLE (kind int, idx int, partition_id bigint, partition_uuid uuid, queue_id bigint, off bigint, ts bigint,
+               qname text)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    bigint := queen.now_us();
+    r        record;
+    cur      record;
+    v_stop   boolean := false;
+    v_pid    bigint;
+    v_qname  text;
+    v_start  bigint;
+    v_applied integer := 0;
+    v_n      integer;
+    v_pos    integer;
+    v_first  integer;
+    v_k      bigint := 0;
+    v_flags  bigint := 0;
+    v_done   boolean[];
+    v_found  boolean;
+    v_replayed boolean := false;
+    i        integer;
+BEGIN
+    -- the query row, key share (what the state rows' foreign key takes anyway), before anything:
+    -- a drop or reset (FOR UPDATE on it) waits for the cycles in flight, and a cycle never
+    -- waits for it while holding state rows
+    PERFORM 1 FROM queen.stream_queries x WHERE x.id = p_query AND x.tenant_id = p_tenant FOR KEY SHARE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'Unknown query_id: %', p_query USING ERRCODE = 'QS003';
+    END IF;
+
+    -- 1. the shard lock
+    PERFORM pg_advisory_xact_lock(hashtextextended('queen.streams:' || p_query::text || ':' || p_source::text, 0));
+
+    SELECT p.id, q.name, p.start_offset INTO v_pid, v_qname, v_start
+      FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = p_tenant
+     WHERE p.uuid = p_source;
+
+    -- 2. the sink pushes
+    IF coalesce(cardinality(p_queue), 0) > 0 THEN
+        FOR r IN SELECT * FROM queen.push_v1(p_g_tenant, p_queue, p_partition, p_count, p_bytes, p_data,
+                                             p_dd_group, p_dd_pos, p_dd_txn, p_dd_window) LOOP
+            kind := r.kind; idx := r.idx; partition_id := r.partition_id; partition_uuid := r.partition_uuid;
+            queue_id := r.queue_id; off := r.off; ts := r.ts; qname := NULL;
+            IF r.kind <> 0 THEN
+                v_stop := true;
+            END IF;
+            RETURN NEXT;
+        END LOOP;
+        IF v_stop THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- 3. the state ops
+    FOR i IN 1 .. coalesce(cardinality(p_op_types), 0) LOOP
+        IF p_op_types[i] = 'upsert' THEN
+            INSERT INTO queen.stream_state AS s (query_id, partition_uuid, key, value, updated_at)
+            VALUES (p_query, p_source, p_op_keys[i], p_op_values[i]::jsonb, now())
+            ON CONFLICT (query_id, partition_uuid, key) DO UPDATE SET value = excluded.value, updated_at = now();
+        ELSE
+            DELETE FROM queen.stream_state s
+             WHERE s.query_id = p_query AND s.partition_uuid = p_source AND s.key = p_op_keys[i];
+            v_found := FOUND;
+            IF NOT v_found AND p_fence THEN
+                IF NOT p_replay THEN
+                    RAISE EXCEPTION 'stale flush: state row "%" was already closed by another cycle or flush', p_op_keys[i]
+                        USING ERRCODE = 'QS005';
+                END IF;
+                v_replayed := true;
+            END IF;
+        END IF;
+        v_applied := v_applied + 1;
+    END LOOP;
+    IF v_replayed THEN
+        v_flags := v_flags | 8;
+    END IF;
+    IF v_pid IS NOT NULL AND v_applied > 0 THEN
+        -- a state row names this partition: maintenance (partition_cleanup_v1) must not delete
+        -- it under us; its delete takes the row FOR UPDATE NOWAIT and skips it while we hold this
+        PERFORM 1 FROM queen.partitions p WHERE p.id = v_pid FOR KEY SHARE;
+    END IF;
+
+    -- 4. the ack
+    IF p_ack_txn IS NOT NULL THEN
+        IF v_pid IS NULL THEN
+            RAISE EXCEPTION 'Message not found' USING ERRCODE = 'QS002';
+        END IF;
+        SELECT * INTO cur FROM queen.cursors x WHERE x.partition_id = v_pid AND x.consumer_group = p_group FOR UPDATE;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'Message not found' USING ERRCODE = 'QS002';
+        END IF;
+        IF cur.lease_id IS NULL OR cur.lease_expires_at IS NULL OR cur.lease_expires_at < v_now
+           OR (p_ack_lease IS NOT NULL AND cur.lease_id <> p_ack_lease) THEN
+            RAISE EXCEPTION 'Invalid or expired lease' USING ERRCODE = 'QS001';
+        END IF;
+        v_pos := array_position(cur.lease_txns, p_ack_txn);
+        IF v_pos IS NULL THEN
+            RAISE EXCEPTION 'Message not found' USING ERRCODE = 'QS002';
+        END IF;
+        v_n := cardinality(cur.lease_txns);
+        v_done := cur.lease_done;
+        v_first := greatest(cur.next_offset - cur.lease_start, 0)::integer + 1;
+        -- the source records this ack covers that exist: not deleted (a NULL transactionId),
+        -- not removed by retention since the pop (below the partition's start offset), not done
+        FOR i IN v_first .. v_pos LOOP
+            IF cur.lease_txns[i] IS NOT NULL AND cur.lease_start + i - 1 >= v_start AND NOT coalesce(v_done[i], false) THEN
+                v_k := v_k + 1;
+            END IF;
+        END LOOP;
+        IF p_ack_count IS NOT NULL AND p_ack_count <> v_k THEN
+            v_flags := v_flags | 4;
+        END IF;
+        IF p_ack_status IN ('failed', 'dlq') THEN
+            FOR i IN 1 .. v_pos - 1 LOOP
+                v_done[i] := true;
+            END LOOP;
+            UPDATE queen.cursors x SET lease_done = v_done WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            FOR r IN SELECT * FROM queen.ack_v1(p_tenant, p_group, ARRAY[p_source], ARRAY[p_ack_txn], ARRAY['dlq'],
+                                                ARRAY[p_ack_lease], ARRAY[p_ack_error]) LOOP
+                IF NOT r.success THEN
+                    RAISE EXCEPTION '%', r.error USING ERRCODE = 'QS002';
+                END IF;
+                IF r.dlq THEN
+                    v_flags := v_flags | 2;
+                END IF;
+            END LOOP;
+            v_k := greatest(v_k - 1, 0);
+        ELSE
+            FOR i IN 1 .. v_pos LOOP
+                v_done[i] := true;
+            END LOOP;
+            IF p_release AND v_pos < v_n THEN
+                UPDATE queen.cursors x
+                   SET next_offset = greatest(cur.lease_start + v_pos, cur.next_offset),
+                       total_consumed = x.total_consumed + greatest(cur.lease_start + v_pos - cur.next_offset, 0),
+                       last_consumed_at = now(), lease_id = NULL, lease_expires_at = NULL, lease_start = NULL,
+                       lease_end = NULL, lease_txns = NULL, lease_done = NULL, lease_failed = false, retry_count = 0
+                 WHERE x.partition_id = v_pid AND x.consumer_group = p_group;
+            ELSE
+                PERFORM queen.cursor_settle_v1(v_pid, p_group, v_done);
+            END IF;
+            IF p_release OR v_pos = v_n THEN
+                v_flags := v_flags | 1;
+            END IF;
+        END IF;
+    END IF;
+
+    INSERT INTO queen.stream_partitions AS sp (query_id, partition_uuid, last_cycle_at, cycles)
+    VALUES (p_query, p_source, v_now, 1)
+    ON CONFLICT (query_id, partition_uuid) DO UPDATE SET last_cycle_at = excluded.last_cycle_at, cycles = sp.cycles + 1;
+
+    kind := 5; idx := v_applied; partition_id := p_ack_count; partition_uuid := p_source; queue_id := v_pid;
+    off := v_k; ts := v_flags; qname := v_qname;
+    RETURN NEXT;
+END
+$$;
