@@ -622,6 +622,9 @@ impl QueueRef {
                     _ => None,
                 };
                 for m in batch {
+                    if opts.limit.map(|l| handled >= l).unwrap_or(false) {
+                        break; // the rest of the batch stays leased and comes back after the lease
+                    }
                     let r = handler(m.clone()).await;
                     if !me.auto_ack {
                         let _ = match r {
