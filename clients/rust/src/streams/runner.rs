@@ -141,6 +141,14 @@ impl StreamHandle {
     pub fn stats(&self) -> StreamStats {
         self.rt.stats.lock().unwrap().clone()
     }
+    /// Kill the runner where it is (a crash): in-flight requests are dropped, nothing is
+    /// finished. What it had leased comes back when the lease expires.
+    pub fn abort(self) {
+        self.rt.stopped.store(true, Ordering::SeqCst);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
     pub async fn stop(self) -> Result<StreamStats> {
         self.rt.stopped.store(true, Ordering::SeqCst);
         self.rt.wake.notify_waiters();
@@ -360,7 +368,9 @@ impl Rt {
         let (nso, npi) = (state_ops.len() as u64, push_items.len() as u64);
         let body = json!({"query_id": self.qid, "partition_id": pid, "consumer_group": self.group, "state_ops": state_ops,
             "push_items": push_items, "ack": ack, "release_lease": release_lease});
+        if std::env::var("QUEEN_RS_DEBUG").is_ok() { eprintln!("CYCLE {body}"); }
         let v = self.queen.http.post("/streams/v1/cycle", &body).await?.unwrap_or(Value::Null);
+        if std::env::var("QUEEN_RS_DEBUG").is_ok() { eprintln!("ANSWER {v}"); }
         if v.get("success").and_then(Value::as_bool) != Some(true) {
             return Err(Error::Protocol(format!("cycle: {}", v.get("error").cloned().unwrap_or(v.clone()))));
         }
@@ -556,7 +566,10 @@ impl Rt {
         if touched.is_empty() {
             return Ok(());
         }
-        let since = touched.iter().filter_map(|(_, t)| t.last_stamp_us).min();
+        // every touched partition's last write is at or after its own last acked stamp, so
+        // `since` = the smallest of them lists them all; a partition seeded at start (no stamp
+        // in memory yet) needs the whole list
+        let since = if touched.iter().all(|(_, t)| t.last_stamp_us.is_some()) { touched.iter().filter_map(|(_, t)| t.last_stamp_us).min() } else { None };
         let changed = self.queen.changed_since(&self.source.name, since).await?;
         let Some(safe_us) = changed.safe_time.as_deref().and_then(parse_iso_us) else { return Ok(()) };
         for (pid, t) in touched {
@@ -568,6 +581,14 @@ impl Rt {
             let _g = lock.lock().await;
             // the in-memory stamp may have moved while waiting for the lock
             let t_now = self.touched.lock().unwrap().get(&pid).cloned().unwrap_or(t);
+            // not listed under a `since`: no write at or after it, and `since` ≤ this
+            // partition's last acked stamp, so it is drained; not listed without one: gone
+            let last_write = match (last_write, since, t_now.last_stamp_us) {
+                (Some(l), _, _) => Some(l),
+                (None, Some(_), Some(seen)) => Some(seen),
+                _ => None,
+            };
+            let Some(last_write) = last_write else { continue };
             if let Err(e) = self.flush_partition(&pid, &t_now, safe_us, last_write).await {
                 self.report(&e);
             }
@@ -575,14 +596,12 @@ impl Rt {
         Ok(())
     }
 
-    async fn flush_partition(&self, pid: &str, t: &Touched, safe_us: i64, last_write_us: Option<i64>) -> Result<()> {
+    async fn flush_partition(&self, pid: &str, t: &Touched, safe_us: i64, last_write: i64) -> Result<()> {
         let (Some(w), Some(r)) = (&self.stages.window, &self.stages.reducer) else { return Ok(()) };
         let rows = self.state_get(pid).await?;
         let wm_row = rows.get(WATERMARK_KEY).cloned().unwrap_or(Value::Null);
         let last_seen = t.last_stamp_us.or_else(|| wm_row.get("lastStampUs").and_then(Value::as_i64));
         let Some(last_seen) = last_seen else { return Ok(()) };
-        // not listed = no write at or after `since` (≤ last_seen): drained
-        let last_write = last_write_us.unwrap_or(last_seen);
         if let Some(c) = flush_clock(w.has_event_time(), wm_row.get("eventTimeMs").and_then(Value::as_i64), safe_us, last_write, last_seen) {
             let (mut ops, emits) = if w.is_session() { window::run_session(w, r, &[], &rows, c) } else { window::ripe_rows(w, r, &rows, c) };
             if emits.is_empty() {
