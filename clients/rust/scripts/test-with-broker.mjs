@@ -28,7 +28,7 @@ function run(cmd, args, env, { capture = false, timeoutMs = 15 * 60 * 1000 } = {
 let failed = 0;
 const node = await startQueen();
 process.stderr.write(`sdk-rust: broker ${QUEEN_BIN} on ${node.url}\n`);
-const env = { QUEEN_URL: node.url, CARGO_TERM_COLOR: 'never', PATH: `${process.env.HOME || '/root'}/.cargo/bin:${process.env.PATH}` };
+const env = { QUEEN_URL: node.url, QUEEN_PYTHON: path.resolve(crate, '../../build/venv/bin/python'), CARGO_TERM_COLOR: 'never', PATH: `${process.env.HOME || '/root'}/.cargo/bin:${process.env.PATH}` };
 try {
   if (bench) {
     const r = await run('cargo', ['run', '--release', '--quiet', '--example', 'bench_streams'], env, { timeoutMs: 20 * 60 * 1000 });

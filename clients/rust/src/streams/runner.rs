@@ -368,9 +368,7 @@ impl Rt {
         let (nso, npi) = (state_ops.len() as u64, push_items.len() as u64);
         let body = json!({"query_id": self.qid, "partition_id": pid, "consumer_group": self.group, "state_ops": state_ops,
             "push_items": push_items, "ack": ack, "release_lease": release_lease});
-        if std::env::var("QUEEN_RS_DEBUG").is_ok() { eprintln!("CYCLE {body}"); }
         let v = self.queen.http.post("/streams/v1/cycle", &body).await?.unwrap_or(Value::Null);
-        if std::env::var("QUEEN_RS_DEBUG").is_ok() { eprintln!("ANSWER {v}"); }
         if v.get("success").and_then(Value::as_bool) != Some(true) {
             return Err(Error::Protocol(format!("cycle: {}", v.get("error").cloned().unwrap_or(v.clone()))));
         }
