@@ -17,6 +17,10 @@
 //! handle.stop().await?;
 //! # Ok(()) }
 //! ```
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub mod client;
 pub mod error;
 pub mod http;
