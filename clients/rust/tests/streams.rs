@@ -240,3 +240,24 @@ async fn a_changed_chain_is_refused_until_reset() {
     assert!(matches!(e, Error::ConfigMismatch(_)), "{e}");
     changed().run(&q, RunOptions::new(&query).reset(true)).await.unwrap().stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn processing_time_idle_flush_closes_on_the_brokers_safe_time() {
+    let q = queen();
+    let (src, sink) = (uniq("pt-src"), uniq("pt-sink"));
+    let h = Stream::from(q.queue(&src)).window_tumbling(1).idle_flush_ms(200).aggregate_count("count").to(q.queue(&sink))
+        .run(&q, opts(&uniq("pt"))).await.unwrap();
+    q.queue(&src).partition("a").push((0..3).map(|i| json!({"i": i}))).await.unwrap();
+    q.queue(&src).partition("b").push((0..2).map(|i| json!({"i": i}))).await.unwrap();
+    // no later message arrives: only the flush can close these windows (createdAt + ≤ 1 s)
+    let got = drain_exact(&q, &sink, "r", 2, Duration::from_secs(15), Duration::from_millis(1500)).await;
+    let st = h.stop().await.unwrap();
+    let total: i64 = got.iter().map(|v| v["count"].as_i64().unwrap()).sum();
+    assert_eq!(total, 5, "{got:?}");
+    assert!(st.flush_cycles >= 2, "{st:?}");
+    // each sink message is on its source partition's name
+    let ch = q.changed_since(&sink, None).await.unwrap();
+    let mut names: Vec<String> = ch.partitions.iter().map(|p| p.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, vec!["a".to_string(), "b".to_string()]);
+}
