@@ -3,6 +3,7 @@
 # generator (wrk) and durable commits (the embedded PostgreSQL with its default fsync and
 # synchronous_commit). Usage:
 #   bench/run.sh [--url http://host:port] [--duration SECONDS] [--only NAME]
+# (--only streams-tumbling-16p runs the streams workload alone)
 # Without --url it starts build/release/queen on a fresh data directory and reports its RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -169,6 +170,21 @@ if want partitions-10001; then
   echo "partitions-10001: 8 producers (batch 100, random partitions), 16 consumers (batch 100, 10 partitions per pop, ack)"
   node bench/partitions.mjs --url "$url" --seconds "$duration" --rate 3000 --queue bench_parts_r | sed 's/^/  rate 3000\/s:  /'
   node bench/partitions.mjs --url "$url" --seconds "$duration" --queue bench_parts_u | sed 's/^/  unthrottled: /'
+fi
+
+# Streams: a tumbling count+sum over 16 partitions, 50-record batches, driven by the real 2.x
+# runtime (queen-mq's Runner, bench/streams.py) in 1 and 2 runner processes; source records/s,
+# cycles/s and where the CPU went (runners, broker, PostgreSQL).
+if want streams-tumbling-16p; then
+  echo
+  echo "streams-tumbling-16p: a source of 16 partitions x 2000 records drained by the 2.x runner (count+sum, 1 s windows, batch 50)"
+  if [ -x build/venv/bin/python ]; then
+    for n in 1 2; do
+      build/venv/bin/python bench/streams.py --url "$url" --runners $n --broker-pid "${pid:-0}" 2>/dev/null | grep -E '^(runners|cpu)' | sed 's/^/  /'
+    done
+  else
+    echo "  skipped: build/venv (the 2.x client) is missing: scripts/install-deps.sh test"
+  fi
 fi
 
 echo

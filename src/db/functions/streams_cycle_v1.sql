@@ -1,6 +1,6 @@
 -- streams_cycle_v1: one stream cycle (POST /streams/v1/cycle) — the state ops, the sink pushes
 -- and the source ack of one (query, source partition) in the caller's transaction, all or
--- nothing. Order (docs/lock-order.md, space 1s):
+-- nothing. Order (docs/lock-order.md, space 1s), after a key-share lock on the query row:
 --   1. the shard's advisory lock, blocking: hashtextextended('queen.streams:<query>:<partition>', 0).
 --      Cycles and idle flushes of one shard serialise here; two shards never meet.
 --   2. the sink pushes through queen.push_v1, the allocator of POST /api/v1/push (real offsets,
@@ -57,7 +57,10 @@ DECLARE
     v_replayed boolean := false;
     i        integer;
 BEGIN
-    PERFORM 1 FROM queen.stream_queries x WHERE x.id = p_query AND x.tenant_id = p_tenant;
+    -- the query row, key share (what the state rows' foreign key takes anyway), before anything:
+    -- a drop or reset (FOR UPDATE on it) waits for the cycles in flight, and a cycle never
+    -- waits for it while holding state rows
+    PERFORM 1 FROM queen.stream_queries x WHERE x.id = p_query AND x.tenant_id = p_tenant FOR KEY SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'Unknown query_id: %', p_query USING ERRCODE = 'QS003';
     END IF;

@@ -1,0 +1,113 @@
+// Stream state over time: maintenance never deletes a partition a state row names (and deletes
+// it once the window closed); retention never touches state rows; a partial ack across records
+// retention removed after the pop skips them instead of counting them; and tenants: one query
+// name in two tenants is two queries, and nothing of one is visible to another.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { get, post, api, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
+import { bearer, nowS, sign } from './jwt.mjs';
+
+const SECRET = 'streams-lifetime-secret-of-at-least-32-bytes';
+const TA = 'aaaaaaaa-0000-4000-8000-0000000000a1';
+const TB = 'bbbbbbbb-0000-4000-8000-0000000000b1';
+const tok = (tenant, role = 'read-write') => ({ ...bearer(sign('HS256', SECRET, { sub: `svc-${tenant.slice(0, 1)}`, role, exp: nowS() + 600, tenant })) });
+const A = tok(TA), B = tok(TB), RO = tok(TA, 'read-only');
+
+let pg, node;
+before(async () => {
+  pg = await startPostgres();
+  node = await startQueen({ env: { QUEEN_PG_URL: pg.url, RETENTION_INTERVAL: '300', PARTITION_CLEANUP_DAYS: '1', JWT_ENABLED: 'true', JWT_SECRET: SECRET } });
+});
+after(async () => {
+  if (node) { await node.stop(); rmrf(node.data); }
+  if (pg) pg.destroy();
+});
+
+async function until(fn, ms = 15000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(100);
+  }
+}
+const q1 = (sql) => pg.psql(sql);
+const partitionsOf = (queue) => q1(`SELECT coalesce(string_agg(p.name, ',' ORDER BY p.name), '') FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '${queue}'`);
+const age = (queue) => q1(`UPDATE queen.partitions p SET last_ts = p.last_ts - 172800000000, created_at = p.created_at - interval '2 days'
+  FROM queen.queues q WHERE q.id = p.queue_id AND q.name = '${queue}'`);
+const pushA = async (items) => { const r = await post(node.url, '/api/v1/push', { items }, A); assert.equal(r.status, 201, r.text); };
+
+test('maintenance keeps a partition with open stream state; retention leaves the state; the closed window lets it go', async () => {
+  assert.equal((await post(node.url, '/api/v1/configure', { queue: 'lt-src', options: { retentionEnabled: true, retentionSeconds: 1 } }, A)).status, 200);
+  await pushA([{ queue: 'lt-src', partition: 'keyed', payload: { n: 1 } }, { queue: 'lt-src', partition: 'plain', payload: { n: 2 } }]);
+  const reg = await post(node.url, '/streams/v1/queries', { name: 'lt', source_queue: 'lt-src', config_hash: 'h' }, A);
+  const id = reg.json.query_id;
+  const p = await get(node.url, '/api/v1/pop/queue/lt-src/partition/keyed?batch=10&consumerGroup=streams.lt', A);
+  const m = p.json.messages[0];
+  const c = await post(node.url, '/streams/v1/cycle', { query_id: id, partition_id: m.partitionId, consumer_group: 'streams.lt',
+    state_ops: [{ type: 'upsert', key: 'w', value: { acc: 1, windowEnd: 1 } }], ack: { transactionId: m.transactionId, leaseId: m.leaseId } }, A);
+  assert.equal(c.json.success, true, c.text);
+  // retention empties both partitions; the state row stays
+  await until(async () => q1(`SELECT count(*) FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-src' AND p.next_offset = p.start_offset`) === '3'
+    || q1(`SELECT count(*) FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-src' AND p.next_offset > p.start_offset`) === '0');
+  assert.equal(q1(`SELECT count(*) FROM queen.stream_state`), '1', 'retention never touches stream state');
+  age('lt-src');
+  await until(async () => !partitionsOf('lt-src').includes('plain'));
+  await sleep(800);
+  assert.ok(partitionsOf('lt-src').includes('keyed'), 'the partition with state survives maintenance');
+  // the window closes (a flush deletes its row): the partition may go
+  const f = await post(node.url, '/streams/v1/cycle', { query_id: id, partition_id: m.partitionId, state_ops: [{ type: 'delete', key: 'w' }],
+    push_items: [{ queue: 'lt-sink', payload: { acc: 1 } }], ack: null }, A);
+  assert.equal(f.json.success, true, f.text);
+  age('lt-src');
+  await until(async () => !partitionsOf('lt-src').includes('keyed'));
+});
+
+test('a partial ack over records retention removed after the pop skips them: K counts what still exists', async () => {
+  assert.equal((await post(node.url, '/api/v1/configure', { queue: 'lt-gap', options: { retentionEnabled: true, retentionSeconds: 3, leaseTime: 60 } }, A)).status, 200);
+  const reg = await post(node.url, '/streams/v1/queries', { name: 'gap', source_queue: 'lt-gap', config_hash: 'h' }, A);
+  const id = reg.json.query_id;
+  await pushA([0, 1, 2].map((n) => ({ queue: 'lt-gap', partition: 'g', payload: { n }, transactionId: `r${n}` })));
+  await sleep(1500);
+  await pushA([3, 4, 5].map((n) => ({ queue: 'lt-gap', partition: 'g', payload: { n }, transactionId: `r${n}` })));
+  const p = await get(node.url, '/api/v1/pop/queue/lt-gap/partition/g?batch=10&consumerGroup=streams.gap', A);
+  const ms = p.json.messages;
+  assert.deepEqual(ms.map((m) => m.data.n), [0, 1, 2, 3, 4, 5]);
+  // retention removes the first segment (r0..r2) while the lease is held
+  await until(async () => q1(`SELECT p.start_offset FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-gap' AND p.name = 'g'`) === '3');
+  // a gate allowed r0..r4 and counted 5 envelopes: the broker acks through r4 and counts the 2 records left
+  const c = await post(node.url, '/streams/v1/cycle', { query_id: id, partition_id: ms[0].partitionId, consumer_group: 'streams.gap',
+    ack: { transactionId: 'r4', leaseId: ms[0].leaseId, count: 5 }, release_lease: false }, A);
+  assert.equal(c.json.success, true, c.text);
+  assert.deepEqual([c.json.ack_result.count, c.json.ack_result.count_requested, c.json.ack_result.count_matched, c.json.ack_result.lease_released], [2, 5, false, false]);
+  assert.equal(q1(`SELECT x.next_offset FROM queen.cursors x JOIN queen.partitions p ON p.id = x.partition_id WHERE p.name = 'g' AND x.consumer_group = 'streams.gap'`), '5');
+});
+
+test('tenants: one query name in two tenants is two queries; B cannot read, cycle, drop or list A\'s; state/get is read-only', async () => {
+  const ra = await post(node.url, '/streams/v1/queries', { name: 'shared-q', source_queue: 's', config_hash: 'ha' }, A);
+  const rb = await post(node.url, '/streams/v1/queries', { name: 'shared-q', source_queue: 's', config_hash: 'hb' }, B);
+  assert.equal(ra.status, 200);
+  assert.equal(rb.status, 200, 'another tenant\'s name with another hash is no conflict');
+  assert.notEqual(ra.json.query_id, rb.json.query_id);
+  assert.equal(rb.json.fresh, true);
+  const P = '0190c2d4-0000-7000-8000-0000000000f1';
+  const w = await post(node.url, '/streams/v1/cycle', { query_id: ra.json.query_id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k', value: { a: 1 } }], ack: null }, A);
+  assert.equal(w.json.success, true);
+  // B with A's query id
+  const bc = await post(node.url, '/streams/v1/cycle', { query_id: ra.json.query_id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k', value: { b: 1 } }], ack: null }, B);
+  assert.equal(bc.json.success, false);
+  assert.match(bc.json.error, /Unknown query_id/);
+  const bs = await post(node.url, '/streams/v1/state/get', { query_id: ra.json.query_id, partition_id: P, keys: [] }, B);
+  assert.deepEqual(bs.json.rows, []);
+  const as = await post(node.url, '/streams/v1/state/get', { query_id: ra.json.query_id, partition_id: P, keys: [] }, RO);
+  assert.equal(as.status, 200, 'state/get is read-only');
+  assert.deepEqual(as.json.rows.map((r) => r.value), [{ a: 1 }]);
+  assert.equal((await post(node.url, '/streams/v1/cycle', { query_id: ra.json.query_id, partition_id: P, ack: null }, RO)).status, 403, 'a cycle is read-write');
+  const lb = await get(node.url, '/streams/v1/queries', B);
+  assert.deepEqual(lb.json.queries.map((q) => [q.name, q.config_hash]), [['shared-q', 'hb']]);
+  assert.equal((await api(node.url, 'DELETE', '/streams/v1/queries/shared-q', undefined, B)).status, 200);
+  assert.equal((await get(node.url, '/streams/v1/queries/shared-q', A)).json.config_hash, 'ha', 'B dropped its own query only');
+  const st = await get(node.url, '/status', B);
+  assert.ok(st.json.streams.queries.every((q) => q.query_id !== ra.json.query_id), '/status shows a tenant its own queries');
+});
