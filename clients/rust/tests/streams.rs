@@ -261,3 +261,28 @@ async fn processing_time_idle_flush_closes_on_the_brokers_safe_time() {
     names.sort();
     assert_eq!(names, vec!["a".to_string(), "b".to_string()]);
 }
+
+#[tokio::test]
+async fn a_restarted_runner_flushes_the_open_window_of_a_quiet_partition() {
+    let q = queen();
+    let (src, sink) = (uniq("rf-src"), uniq("rf-sink"));
+    let query = uniq("rf");
+    let chain = || Stream::from(q.queue(&src)).window_tumbling(4).event_time(|r| r.number("ts") as i64).idle_flush_ms(300)
+        .aggregate_count("count").to(q.queue(&sink));
+    push_ts(&q, &src, "p", &[1_000, 2_000]).await;
+    let h = chain().run(&q, opts(&query)).await.unwrap();
+    // run 1 folds both (the window [0,4) needs 2 s of quiet), then stops before that
+    let t0 = std::time::Instant::now();
+    while h.stats().messages < 2 && t0.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let st1 = h.stop().await.unwrap();
+    assert_eq!((st1.messages, st1.flush_cycles), (2, 0), "{st1:?}");
+    // run 2 pops nothing: it knows the partition from the broker (touched_within_ms) and its
+    // acked stamp from __wm__, and the idle flush closes the window
+    let h = chain().run(&q, RunOptions::new(&query).max_wait(Duration::from_millis(200))).await.unwrap();
+    let got = drain_exact(&q, &sink, "r", 1, Duration::from_secs(15), Duration::from_millis(1000)).await;
+    let st2 = h.stop().await.unwrap();
+    assert_eq!(got, vec![json!({"count": 2})], "{st2:?}");
+    assert!(st2.flush_cycles >= 1 && st2.messages == 0, "{st2:?}");
+}

@@ -236,11 +236,15 @@ pub(crate) async fn start(stream: Stream, queen: Queen, opts: RunOptions) -> Res
     let mut tasks = vec![];
     let idle = rt.stages.window.as_ref().map(|w| w.idle_flush_ms).unwrap_or(0);
     if idle > 0 {
-        // partitions written in the last five minutes may hold open windows of an earlier run
-        if let Ok(ch) = rt.queen.changed_since(&rt.source.name, Some((now_ms() - RECENT_MS) * 1000)).await {
+        // the partitions an earlier run committed cycles on in the last five minutes may hold
+        // open windows: the flush sweeps them too (their acked stamp is in `__wm__`)
+        let seen = rt.queen.http.post("/streams/v1/state/get", &json!({"query_id": rt.qid, "touched_within_ms": RECENT_MS})).await;
+        if let Ok(Some(v)) = seen {
             let mut t = rt.touched.lock().unwrap();
-            for p in ch.partitions {
-                t.entry(p.id).or_insert(Touched { name: p.name, at: now_ms(), last_stamp_us: None });
+            for p in v.get("partitions").and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(id), Some(name)) = (p.get("partition_id").and_then(Value::as_str), p.get("partition").and_then(Value::as_str)) {
+                    t.entry(id.to_string()).or_insert(Touched { name: name.to_string(), at: now_ms(), last_stamp_us: None });
+                }
             }
         }
         let r = rt.clone();
