@@ -286,3 +286,37 @@ async fn a_restarted_runner_flushes_the_open_window_of_a_quiet_partition() {
     assert_eq!(got, vec![json!({"count": 2})], "{st2:?}");
     assert!(st2.flush_cycles >= 1 && st2.messages == 0, "{st2:?}");
 }
+
+#[tokio::test]
+async fn gate_acks_source_messages_not_values() {
+    let q = queen();
+    let (src, sink) = (uniq("gv-src"), uniq("gv-sink"));
+    q.queue(&src).configure(json!({"leaseTime": 2})).await.unwrap();
+    q.queue(&src).push((1..=4).map(|i| PushItem::new(json!({"seq": i, "skip": false})).partition("p"))
+        .chain((5..=6).map(|i| PushItem::new(json!({"seq": i, "skip": true})).partition("p")))).await.unwrap();
+    // each message becomes two values; the second value of message 3 is denied once: nothing of
+    // message 3 may be emitted or acked in that cycle (the earlier SDK acked it whole and lost
+    // the denied copy), and the all-filtered tail (5, 6) is acked, not redelivered forever
+    let denied = Arc::new(AtomicBool::new(false));
+    let d = denied.clone();
+    let h = Stream::from(q.queue(&src))
+        .filter(|v| !v["skip"].as_bool().unwrap_or(false))
+        .flat_map(|v| vec![json!({"seq": v["seq"], "copy": 0}), json!({"seq": v["seq"], "copy": 1})])
+        .gate(move |v, ctx| {
+            if v["seq"] == json!(3) && v["copy"] == json!(1) && !d.swap(true, Ordering::SeqCst) {
+                return false;
+            }
+            let n = ctx.state.get("n").and_then(Value::as_i64).unwrap_or(0);
+            ctx.state.insert("n".into(), json!(n + 1));
+            true
+        })
+        .to(q.queue(&sink))
+        .run(&q, opts(&uniq("gv")))
+        .await
+        .unwrap();
+    let got = drain_exact(&q, &sink, "r", 8, Duration::from_secs(30), Duration::from_millis(3000)).await;
+    let st = h.stop().await.unwrap();
+    let pairs: Vec<(i64, i64)> = got.iter().map(|v| (v["seq"].as_i64().unwrap(), v["copy"].as_i64().unwrap())).collect();
+    assert_eq!(pairs, vec![(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1)], "{st:?}");
+    assert_eq!(st.messages, 6 + 4, "the first pop (6) and the redelivery of 3..6 (4), nothing more: {st:?}");
+}

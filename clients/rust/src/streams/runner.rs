@@ -316,6 +316,21 @@ impl Rt {
                 self.pause(Duration::from_millis(50)).await;
                 continue;
             }
+            // slow operators must not lose the lease mid-batch (the earlier SDK never renewed):
+            // renew every 5 s until the batch's cycles are committed
+            let mut leases: Vec<String> = msgs.iter().filter_map(|m| m.lease_id.clone()).collect();
+            leases.dedup();
+            let renewer = {
+                let q = self.queen.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        for l in &leases {
+                            let _ = q.renew(l).await;
+                        }
+                    }
+                })
+            };
             let mut groups: Vec<(String, Vec<Message>)> = vec![];
             for m in msgs {
                 match groups.iter_mut().find(|(p, _)| *p == m.partition_id) {
@@ -344,6 +359,7 @@ impl Rt {
                     Err(e) => self.report(&e),
                 }
             }
+            renewer.abort();
         }
     }
 
@@ -503,13 +519,24 @@ impl Rt {
         let mut touched: Vec<String> = vec![];
         let now = now_ms();
         let mut allowed: Vec<Emit> = vec![];
-        // the number of source messages fully allowed (a flat_map'd message counts once all of
-        // its values are allowed)
-        let mut last_allowed_src: Option<usize> = None;
+        // Decisions are taken per value, acks per source message: a message is acked only when
+        // every value it became (flat_map) was allowed. A deny rolls back to the start of its
+        // source message (state, emits), so no value of it is emitted now and none is lost: the
+        // whole message comes back with the lease. Messages filtered out before the last fully
+        // allowed one are acked with it; a batch filtered out whole is acked whole.
         let mut denied = false;
         let total = envs.len();
-        let mut n_allowed_envs = 0usize;
+        let mut current_src: Option<usize> = None;
+        let mut last_complete_src: Option<usize> = None;
+        let mut checkpoint = (live.clone(), touched.clone(), 0usize);
         for (e, src) in envs {
+            if src != current_src {
+                if current_src.is_some() {
+                    last_complete_src = current_src;
+                }
+                checkpoint = (live.clone(), touched.clone(), allowed.len());
+                current_src = src;
+            }
             let state = live.entry(e.key.clone()).or_insert_with(|| loaded.get(&e.key).and_then(Value::as_object).cloned().unwrap_or_default());
             let mut ctx = GateCtx { state: state.clone(), stream_time_ms: now, partition_id: pid.to_string(), partition: pname.to_string(), key: e.key.clone() };
             if gate(&e.value, &mut ctx) {
@@ -517,22 +544,26 @@ impl Rt {
                 if !touched.contains(&e.key) {
                     touched.push(e.key.clone());
                 }
-                last_allowed_src = src.or(last_allowed_src);
-                n_allowed_envs += 1;
                 allowed.push(Emit { key: e.key, window_start: 0, window_end: 0, window_key: String::new(), value: e.value });
             } else {
                 denied = true;
-                // messages before the denied one that the pre stages filtered out are acked too
+                let (l, t, n) = checkpoint;
+                live = l;
+                touched = t;
+                allowed.truncate(n);
                 break;
             }
         }
+        if !denied && current_src.is_some() {
+            last_complete_src = current_src;
+        }
         {
             let mut s = self.stats.lock().unwrap();
-            s.gate_allowed += n_allowed_envs as u64;
-            s.gate_denied += (total - n_allowed_envs) as u64;
+            s.gate_allowed += allowed.len() as u64;
+            s.gate_denied += (total - allowed.len()) as u64;
         }
         let ack_upto = if denied {
-            match last_allowed_src {
+            match last_complete_src {
                 Some(i) => i,
                 None => return Ok(()), // a first-message deny: no cycle at all, the lease times out
             }
