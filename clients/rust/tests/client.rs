@@ -262,3 +262,20 @@ async fn kv_and_locks_when_the_broker_has_them() {
     }
     let _: Option<Value> = None;
 }
+
+#[tokio::test]
+async fn consumer_group_seek_and_delete() {
+    let q = queen();
+    let name = uniq("groups");
+    q.queue(&name).push((0..3).map(|i| json!({"i": i}))).await.unwrap();
+    // a first pop registers the group; then seek it to the end: nothing left to read
+    let first = q.queue(&name).group("g").batch(1).timeout(Duration::from_secs(5)).pop().await.unwrap();
+    q.ack(&first[0], "completed", None).await.unwrap();
+    q.seek("g", &name, json!({"toEnd": true})).await.unwrap();
+    assert!(q.queue(&name).group("g").batch(10).wait(false).pop().await.unwrap().is_empty());
+    let groups = q.consumer_groups().await.unwrap().unwrap();
+    assert!(groups.to_string().contains("\"g\""), "{groups}");
+    // deleted: a new group of the same name starts from the beginning again
+    q.delete_consumer_group("g", true).await.unwrap();
+    assert_eq!(drain(&q, &name, "g", 3, Duration::from_secs(10)).await.len(), 3);
+}
