@@ -17,7 +17,8 @@ const A = tok(TA), B = tok(TB), RO = tok(TA, 'read-only');
 let pg, node;
 before(async () => {
   pg = await startPostgres();
-  node = await startQueen({ env: { QUEEN_PG_URL: pg.url, RETENTION_INTERVAL: '300', PARTITION_CLEANUP_DAYS: '1', JWT_ENABLED: 'true', JWT_SECRET: SECRET } });
+  node = await startQueen({ env: { QUEEN_PG_URL: pg.url, RETENTION_INTERVAL: '300', PARTITION_CLEANUP_DAYS: '1', JWT_ENABLED: 'true', JWT_SECRET: SECRET,
+    QUEEN_ENCRYPTION_KEY: 'ab'.repeat(32) } });
 });
 after(async () => {
   if (node) { await node.stop(); rmrf(node.data); }
@@ -110,4 +111,19 @@ test('tenants: one query name in two tenants is two queries; B cannot read, cycl
   assert.equal((await get(node.url, '/streams/v1/queries/shared-q', A)).json.config_hash, 'ha', 'B dropped its own query only');
   const st = await get(node.url, '/status', B);
   assert.ok(st.json.streams.queries.every((q) => q.query_id !== ra.json.query_id), '/status shows a tenant its own queries');
+});
+
+test('sink pushes take the push path: an encrypted sink queue gets sealed records, every record the token\'s producer', async () => {
+  assert.equal((await post(node.url, '/api/v1/configure', { queue: 'lt-sealed', options: { encryptionEnabled: true } }, A)).status, 200);
+  const reg = await post(node.url, '/streams/v1/queries', { name: 'sealq', source_queue: 'x', config_hash: 'h' }, A);
+  const P = '0190c2d4-0000-7000-8000-0000000000f9';
+  const c = await post(node.url, '/streams/v1/cycle', { query_id: reg.json.query_id, partition_id: P, ack: null,
+    push_items: [{ queue: 'lt-sealed', partition: 's', payload: { secret: 42 } }, { queue: 'lt-plain', partition: 's', payload: { open: 1 } }] }, A);
+  assert.equal(c.json.success, true, c.text);
+  assert.equal(q1(`SELECT bool_and(get_byte(s.data, 1) & 8 = 8) FROM queen.segments s JOIN queen.partitions p ON p.id = s.partition_id
+    JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-sealed'`), 't', 'sealed at rest');
+  assert.equal(q1(`SELECT bool_and(get_byte(s.data, 1) & 8 = 0) FROM queen.segments s JOIN queen.partitions p ON p.id = s.partition_id
+    JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-plain'`), 't');
+  const p = await get(node.url, '/api/v1/pop/queue/lt-sealed?batch=10', A);
+  assert.deepEqual(p.json.messages.map((m) => [m.data, m.producerSub]), [[{ secret: 42 }, 'svc-a']]);
 });
