@@ -889,6 +889,42 @@ static int cy_apply(cy_ctx *c, PGresult *res, int col, int32_t val, int summary_
     return 0;
 }
 
+static void cy_released(db_req *d)
+{
+    cy_ctx *c = d->arg;
+    if (d->err != DB_OK)
+        api_log_db_error(c->http, d);
+    db_req_clear(d);
+    http_respond_json(c->http, 200, &c->answer);
+    buf_free(&c->answer);
+    cy_free(c);
+}
+
+static void cy_release(cy_ctx *c)
+{
+    c->values[0] = c->tenant;
+    c->values[1] = c->group;
+    c->values[2] = c->part_s;
+    c->values[3] = c->ack_txn;
+    c->values[4] = c->lease_s;
+    for (int k = 0; k < 5; k++) {
+        c->lengths[k] = 0;
+        c->formats[k] = 0;
+    }
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.ack_v1($1::uuid, $2, ARRAY[$3::uuid], ARRAY[$4], ARRAY['retry'], "
+                               "ARRAY[$5::uuid], ARRAY[NULL::text])",
+                               5, c->values, c->lengths, c->formats, 0};
+    c->dbr.done = cy_released;
+    c->dbr.arg = c;
+    if (db_submit(c->a->db, &c->dbr) < 0) {
+        db_req_clear(&c->dbr);
+        http_respond_json(c->http, 200, &c->answer);
+        buf_free(&c->answer);
+        cy_free(c);
+    }
+}
+
 static void cy_done(db_req *d)
 {
     cy_ctx *c = d->arg;
@@ -920,6 +956,15 @@ static void cy_done(db_req *d)
             db_req_clear(d);
             if (db_submit(c->a->db, d) == 0)
                 return;
+        }
+        if (d->err == DB_SQL && strcmp(d->sqlstate, "QS005") == 0 && c->has_ack && c->has_lease) {
+            /* stale state: the batch must be folded again from the rows as they are now;
+             * release the lease (a retry, nothing counted) so it comes back at once rather
+             * than when the lease expires */
+            cy_fail(c, d->sqlstate, d->errmsg);
+            db_req_clear(d);
+            cy_release(c);
+            return;
         }
         if (d->err == DB_SQL && strncmp(d->sqlstate, "QS", 2) == 0) {
             cy_fail(c, d->sqlstate, d->errmsg);

@@ -316,6 +316,19 @@ test('flush (ack null): derived ids make a retried or concurrent flush emit once
   assert.equal(stale.json.success, false);
   assert.match(stale.json.error, /stale flush/);
   assert.equal((await sinkRecords('sink-f')).length, 1);
+  // a cycle that seeded the window before the flush closed it (another runner's flush): its
+  // result would count the window twice — refused, and its lease released so the batch comes
+  // back at once to be folded again
+  const group = `streams.${name}`;
+  await push([{ queue: 'src-f', partition: 'p0', payload: { n: 1 } }]);
+  const [m] = await pop('src-f', group);
+  const late = await cycle({ query_id: id, partition_id: m.partitionId, consumer_group: group, state_ops: [{ type: 'delete', key }],
+    push_items: [{ queue: 'sink-f', partition: 'p0', payload: { count: 3 } }], ack: { transactionId: m.transactionId, leaseId: m.leaseId, count: 1 } });
+  assert.equal(late.json.success, false);
+  assert.match(late.json.error, /stale state/);
+  assert.equal((await sinkRecords('sink-f')).length, 1);
+  const again = await pop('src-f', group);
+  assert.deepEqual(again.map((x) => x.transactionId), [m.transactionId], 'redelivered at once, not after the lease');
 });
 
 test('a cycle and a flush on one shard serialise; two shards never block each other', async () => {
