@@ -34,7 +34,7 @@ FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration bench clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust bench bench-sdk-rust clean format release asan
 all: build/release/queen
 
 release: build/release/queen
@@ -114,6 +114,13 @@ test: test-deps
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory py-integration
+	@$(MAKE) --no-print-directory sdk-rust
+
+# the Rust SDK (clients/rust): cargo test and the spec's example against the sanitizer build
+# with its own PostgreSQL; cargo builds in clients/rust/target
+sdk-rust: build/asan/queen
+	@scripts/check-cargo.sh
+	@node clients/rust/scripts/test-with-broker.mjs
 
 run: deps
 	@$(MAKE) --no-print-directory build/release/queen
@@ -122,6 +129,12 @@ run: deps
 bench: test-deps
 	@$(MAKE) --no-print-directory build/release/queen
 	@bench/run.sh $(BENCH_ARGS)
+	@$(MAKE) --no-print-directory bench-sdk-rust
+
+# the Rust streams bench: source records/s of the spec's chain, 16 partitions, batch 50 and 500
+bench-sdk-rust: build/release/queen
+	@scripts/check-cargo.sh
+	@QUEEN_BIN=$(CURDIR)/build/release/queen node clients/rust/scripts/test-with-broker.mjs --bench
 
 format:
 	clang-format -i $$(find src tests -name '*.[ch]')

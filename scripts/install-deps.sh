@@ -217,3 +217,7 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$vstamp" ] || ! cmp -s "$req" "$vstamp
     die "installing the Python test tools ($req) from PyPI into $venv failed (above)"
   cp "$req" "$vstamp"
 fi
+
+# the Rust SDK's suite (make sdk-rust) needs cargo; its crates come from crates.io at build time
+# (clients/rust/Cargo.lock pins them)
+if [ "$mode" = test ]; then scripts/check-cargo.sh || exit 1; fi

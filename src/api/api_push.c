@@ -12,11 +12,6 @@
 #define NAME_MAX_BYTES 255
 #define TXN_MAX_BYTES 255
 
-typedef struct push_ctx {
-    push_req req;
-    http_req *http;
-} push_ctx;
-
 void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix)
 {
     if (pr->err_internal) {
@@ -29,9 +24,9 @@ void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefi
     http_respond_error_code(r, pr->err_status, code, "%s%s", prefix ? prefix : "", pr->err);
 }
 
-static void on_pushed(push_req *pr)
+void api_push_answer(push_req *pr)
 {
-    push_ctx *pc = pr->arg;
+    api_push_ctx *pc = pr->arg;
     http_req *r = pc->http;
     if (pr->err_status) {
         api_respond_push_failure(r, pr, NULL);
@@ -166,6 +161,10 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
 void api_push(http_req *r)
 {
     app *a = r->app;
+    if (api_push_is_binary(r)) {
+        api_push_binary(r);
+        return;
+    }
     json_doc d;
     /* root(0) → items(1) → item(2) → field values(3): payload internals are not tokenised */
     if (api_parse_body_or_respond(r, &d, 3) < 0)
@@ -182,7 +181,7 @@ void api_push(http_req *r)
         http_respond(r, 201, "application/json", "[]", 2);
         return;
     }
-    push_ctx *pc = arena_alloc(&r->ar, sizeof *pc);
+    api_push_ctx *pc = arena_alloc(&r->ar, sizeof *pc);
     memset(pc, 0, sizeof *pc);
     pc->http = r;
     push_req *pr = &pc->req;
@@ -194,7 +193,7 @@ void api_push(http_req *r)
     pr->items = arena_alloc(&r->ar, n * sizeof *pr->items);
     memset(pr->items, 0, n * sizeof *pr->items);
     pr->n = n;
-    pr->done = on_pushed;
+    pr->done = api_push_answer;
     pr->arg = pc;
     int it = json_first(&d, items);
     for (uint32_t i = 0; i < n; i++, it = json_next(&d, it)) {

@@ -137,6 +137,18 @@ int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t 
  * (api_respond_failure), or the push's own refusal (409 queue_full, 503 encryption_key_missing)
  * with its message after `prefix`. */
 void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix);
+/* A push on its way through the group commit: the request and the HTTP request to answer. */
+typedef struct api_push_ctx {
+    push_req req;
+    http_req *http;
+} api_push_ctx;
+/* The push's answer, one object per item in request order (the done callback of a push whose
+ * arg is its api_push_ctx). */
+void api_push_answer(push_req *pr);
+/* POST /api/v1/push with the 2.x binary body (QPB1, api_push_bin.c): a Content-Type of
+ * application/x-queen-push, or a body that starts with the QPB1 magic. */
+int api_push_is_binary(http_req *r);
+void api_push_binary(http_req *r);
 void api_transaction(http_req *r);
 /* Streams: the /streams/v1 routes (api_streams.c, docs/streams.md). */
 void api_streams_register(http_req *r);
