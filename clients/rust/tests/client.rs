@@ -76,7 +76,8 @@ async fn lease_renewal() {
     let lease = ms[0].lease_id.clone().unwrap();
     for _ in 0..3 {
         tokio::time::sleep(Duration::from_millis(900)).await;
-        assert!(q.renew(&lease).await.unwrap());
+        let ok = q.renew(&lease).await.unwrap();
+        assert!(ok, "renew of {lease} refused; popped {:?}", ms[0].raw);
     }
     // 2.7 s past the pop with a 2 s lease: still ours, so the ack lands
     assert!(q.ack(&ms[0], "completed", None).await.unwrap());
@@ -267,15 +268,16 @@ async fn kv_and_locks_when_the_broker_has_them() {
 async fn consumer_group_seek_and_delete() {
     let q = queen();
     let name = uniq("groups");
+    let g = uniq("group"); // DELETE of a group is for every queue: a name no other test uses
     q.queue(&name).push((0..3).map(|i| json!({"i": i}))).await.unwrap();
     // a first pop registers the group; then seek it to the end: nothing left to read
-    let first = q.queue(&name).group("g").batch(1).timeout(Duration::from_secs(5)).pop().await.unwrap();
+    let first = q.queue(&name).group(&g).batch(1).timeout(Duration::from_secs(5)).pop().await.unwrap();
     q.ack(&first[0], "completed", None).await.unwrap();
-    q.seek("g", &name, json!({"toEnd": true})).await.unwrap();
-    assert!(q.queue(&name).group("g").batch(10).wait(false).pop().await.unwrap().is_empty());
+    q.seek(&g, &name, json!({"toEnd": true})).await.unwrap();
+    assert!(q.queue(&name).group(&g).batch(10).wait(false).pop().await.unwrap().is_empty());
     let groups = q.consumer_groups().await.unwrap().unwrap();
-    assert!(groups.to_string().contains("\"g\""), "{groups}");
+    assert!(groups.to_string().contains(&format!("\"{g}\"")), "{groups}");
     // deleted: a new group of the same name starts from the beginning again
-    q.delete_consumer_group("g", true).await.unwrap();
-    assert_eq!(drain(&q, &name, "g", 3, Duration::from_secs(10)).await.len(), 3);
+    q.delete_consumer_group(&g, true).await.unwrap();
+    assert_eq!(drain(&q, &name, &g, 3, Duration::from_secs(10)).await.len(), 3);
 }
