@@ -338,6 +338,9 @@ impl Rt {
                     None => groups.push((m.partition_id.clone(), vec![m])),
                 }
             }
+            // the partitions of one pop are independent shards: their cycles run concurrently
+            // (each under its partition's lock, so a flush never interleaves with one)
+            let mut cycles = tokio::task::JoinSet::new();
             for (pid, mut g) in groups {
                 g.sort_by(|a, b| (a.created_at_us().unwrap_or(0), &a.id).cmp(&(b.created_at_us().unwrap_or(0), &b.id)));
                 {
@@ -347,18 +350,22 @@ impl Rt {
                     e.at = now;
                     t.retain(|_, v| v.at >= now - RECENT_MS);
                 }
-                let lock = self.lock_of(&pid);
-                let _guard = lock.lock().await;
-                let n = g.len() as u64;
-                match self.cycle(&pid, &g).await {
-                    Ok(()) => {
-                        let mut s = self.stats.lock().unwrap();
-                        s.cycles += 1;
-                        s.messages += n;
+                let me = self.clone();
+                cycles.spawn(async move {
+                    let lock = me.lock_of(&pid);
+                    let _guard = lock.lock().await;
+                    let n = g.len() as u64;
+                    match me.cycle(&pid, &g).await {
+                        Ok(()) => {
+                            let mut s = me.stats.lock().unwrap();
+                            s.cycles += 1;
+                            s.messages += n;
+                        }
+                        Err(e) => me.report(&e),
                     }
-                    Err(e) => self.report(&e),
-                }
+                });
             }
+            while cycles.join_next().await.is_some() {}
             renewer.abort();
         }
     }
