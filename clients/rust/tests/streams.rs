@@ -320,3 +320,29 @@ async fn gate_acks_source_messages_not_values() {
     assert_eq!(pairs, vec![(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1)], "{st:?}");
     assert_eq!(st.messages, 6 + 4, "the first pop (6) and the redelivery of 3..6 (4), nothing more: {st:?}");
 }
+
+#[tokio::test]
+async fn an_operator_that_panics_commits_nothing_and_the_batch_comes_back() {
+    let q = queen();
+    let (src, sink) = (uniq("pn-src"), uniq("pn-sink"));
+    q.queue(&src).configure(json!({"leaseTime": 2})).await.unwrap();
+    q.queue(&src).push((1..=3).map(|i| PushItem::new(json!({"seq": i})).partition("p"))).await.unwrap();
+    let once = Arc::new(AtomicBool::new(false));
+    let o = once.clone();
+    let h = Stream::from(q.queue(&src))
+        .map(move |v| {
+            if v["seq"] == json!(2) && !o.swap(true, Ordering::SeqCst) {
+                panic!("deliberate operator panic (test)");
+            }
+            v
+        })
+        .to(q.queue(&sink))
+        .run(&q, opts(&uniq("pn")))
+        .await
+        .unwrap();
+    let got = drain_exact(&q, &sink, "r", 3, Duration::from_secs(20), Duration::from_millis(1000)).await;
+    let st = h.stop().await.unwrap();
+    let seqs: Vec<i64> = got.iter().map(|v| v["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, vec![1, 2, 3], "{st:?}");
+    assert!(st.errors >= 1 && st.last_error.as_deref().unwrap_or("").contains("panicked"), "{st:?}");
+}

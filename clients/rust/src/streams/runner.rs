@@ -365,7 +365,14 @@ impl Rt {
                     }
                 });
             }
-            while cycles.join_next().await.is_some() {}
+            while let Some(r) = cycles.join_next().await {
+                // an operator that panics commits nothing: the batch comes back with the lease
+                if let Err(e) = r {
+                    if e.is_panic() {
+                        self.report(&Error::Invalid(format!("an operator panicked; the batch was not committed and comes back with the lease: {e}")));
+                    }
+                }
+            }
             renewer.abort();
         }
     }
