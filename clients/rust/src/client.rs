@@ -217,7 +217,7 @@ impl Queen {
         Locks { queen: self.clone() }
     }
     pub fn transaction(&self) -> Transaction {
-        Transaction { queen: self.clone(), operations: vec![], leases: vec![], kv: vec![], timers: vec![] }
+        Transaction { queen: self.clone(), operations: vec![], leases: vec![], kv: vec![], timers: vec![], refused: None }
     }
 
     /// Acknowledge one message: `completed`, `failed` (retry/dead-letter by the queue's policy),
@@ -695,6 +695,7 @@ pub struct Transaction {
     leases: Vec<String>,
     kv: Vec<Value>,
     timers: Vec<Value>,
+    refused: Option<String>,
 }
 
 /// The KV rider of a transaction (`tx.kv()`): the ops of [`KvOp`], committed with the bundle.
@@ -703,8 +704,15 @@ pub struct TxKv<'a> {
 }
 
 impl TxKv<'_> {
+    /// Add a KV op to the bundle. `getPrefix` is refused (unbounded inside a transaction): the
+    /// commit then fails with `Error::Invalid`.
     pub fn op(self, op: KvOp) -> Self {
-        self.tx.kv.push(op.into_json());
+        let v = op.into_json();
+        if v.get("op").and_then(Value::as_str) == Some("getPrefix") {
+            self.tx.refused.get_or_insert_with(|| "tx.kv(): getPrefix is refused inside a transaction (unbounded cost)".into());
+        } else {
+            self.tx.kv.push(v);
+        }
         self
     }
 }
@@ -764,7 +772,21 @@ impl Transaction {
         self.kv.push(KvOp::put_if_absent(ns, key, json!(true), ttl_seconds).required().into_json());
         self
     }
+    /// Commit only while `permit` is still held: its `guard` (a `check` of the lock's row at the
+    /// current token, `required`) goes first in the KV rider.
+    pub fn guard(mut self, permit: &crate::locks::LockPermit) -> Self {
+        match &permit.guard {
+            Some(g) => self.kv.insert(0, g.clone()),
+            None => {
+                self.refused.get_or_insert_with(|| format!("lock {:?} has no guard (not held)", permit.name));
+            }
+        }
+        self
+    }
     pub async fn commit(self) -> Result<TxResult> {
+        if let Some(r) = self.refused {
+            return Err(Error::Invalid(r));
+        }
         if self.operations.is_empty() && self.kv.is_empty() && self.timers.is_empty() {
             return Err(Error::Invalid("a transaction needs at least one operation".into()));
         }

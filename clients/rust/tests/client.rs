@@ -281,3 +281,34 @@ async fn consumer_group_seek_and_delete() {
     q.delete_consumer_group(&g, true).await.unwrap();
     assert_eq!(drain(&q, &name, &g, 3, Duration::from_secs(10)).await.len(), 3);
 }
+
+/// The riders cannot be exercised against a broker that has no `kv`/`timers` rider yet, so
+/// their wire shape is checked against a scripted server: top-level siblings of `operations`,
+/// the lock guard first in `kv`, `requiredLeases` from the acks, and the kv_precondition answer
+/// read as a verdict, not an error.
+#[tokio::test]
+async fn transaction_riders_on_the_wire() {
+    let answer = r#"{"success":false,"reason":"kv_precondition","failedIndex":2,"kvReason":"exists","results":[]}"#;
+    let (addr, seen) = scripted(vec![resp("200 OK", "", answer)]).await;
+    let q = Queen::builder().url(addr).build().unwrap();
+    let m = queen_mq::Message::from_value(json!({"id": "i1", "transactionId": "t1", "partitionId": "p-1", "leaseId": "L1", "consumerGroup": "g", "data": {}})).unwrap();
+    let permit = queen_mq::LockPermit { name: "job".into(), slot: Some(0), token: json!(7), owner: "me".into(), guard: Some(json!({"op": "check", "ns": "queen-locks", "key": "job#0", "expect": 7, "required": true})) };
+    let mut tx = q.transaction().ack(&m, "completed").push(&q.queue("out"), vec![json!({"a": 1})]).once("dedup", "order-1", Some(3600));
+    tx.timers().op(TimerOp::schedule("later", "k1", &json!({"x": 1}), 5000));
+    let r = tx.guard(&permit).commit().await.unwrap();
+    assert!(!r.success);
+    assert_eq!((r.reason.as_deref(), r.failed_index), (Some("kv_precondition"), Some(2)));
+    let req = seen.lock().unwrap()[0].1.clone();
+    let body: Value = queen_mq::serde_json::from_str(&req[req.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["requiredLeases"], json!(["L1"]));
+    assert_eq!(body["operations"][0], json!({"type": "ack", "transactionId": "t1", "partitionId": "p-1", "status": "completed", "consumerGroup": "g", "leaseId": "L1"}));
+    assert_eq!(body["operations"][1]["type"], json!("push"));
+    assert_eq!(body["kv"][0]["op"], json!("check"), "the guard goes first: {body}");
+    assert_eq!(body["kv"][1], json!({"op": "putIfAbsent", "ns": "dedup", "key": "order-1", "value": true, "ttlSeconds": 3600, "required": true}));
+    assert_eq!(body["timers"][0]["op"], json!("schedule"));
+    assert_eq!(body["timers"][0]["payload"], json!(queen_mq::util::base64_encode(br#"{"x":1}"#)));
+    // getPrefix is refused client-side, before anything is sent
+    let mut tx = q.transaction();
+    tx.kv().op(queen_mq::KvOp::get_prefix("ns", "a", None, None));
+    assert!(matches!(tx.commit().await, Err(Error::Invalid(_))));
+}
