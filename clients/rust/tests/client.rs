@@ -312,3 +312,40 @@ async fn transaction_riders_on_the_wire() {
     tx.kv().op(queen_mq::KvOp::get_prefix("ns", "a", None, None));
     assert!(matches!(tx.commit().await, Err(Error::Invalid(_))));
 }
+
+#[tokio::test]
+async fn binary_push_qpb1() {
+    let q = Queen::builder().url(url()).binary_push(true).build().unwrap();
+    let name = uniq("qpb1");
+    let items = vec![
+        PushItem::new(json!({"n": 1, "s": "dünn"})).partition("a").transaction_id("b-1"),
+        PushItem::new(json!({"n": 2})).partition("a").transaction_id("b-2"),
+        PushItem::new(json!([1, 2, 3])).partition("b"),
+    ];
+    let r = q.queue(&name).push(items).await.unwrap();
+    assert!(r.iter().all(|x| x.is_queued()), "{r:?}");
+    let again = q.queue(&name).push(vec![PushItem::new(json!({"n": 1})).partition("a").transaction_id("b-1")]).await.unwrap();
+    assert!(again[0].is_duplicate(), "{again:?}");
+    let a = q.fetch(&name, "a", 0).await.unwrap();
+    assert_eq!(a.records.iter().map(|r| (r.transaction_id.clone(), r.payload.clone())).collect::<Vec<_>>(),
+        vec![("b-1".to_string(), json!({"n": 1, "s": "dünn"})), ("b-2".to_string(), json!({"n": 2}))]);
+    assert_eq!(q.fetch(&name, "b", 0).await.unwrap().records[0].payload, json!([1, 2, 3]));
+    // a traceId cannot ride in QPB1: that push goes as JSON and still lands
+    let t = q.queue(&name).push(vec![PushItem::new(json!({"n": 9})).trace_id("0190c2d4-0000-4000-8000-000000000001")]).await.unwrap();
+    assert!(t[0].is_queued());
+}
+
+#[tokio::test]
+async fn qpb1_bytes_and_content_type() {
+    let items = vec![json!({"queue": "q", "partition": "p", "payload": {"a": 1}, "transactionId": "t"}), json!({"queue": "q", "partition": "p", "payload": 2, "transactionId": "u"})];
+    let b = queen_mq::client::encode_qpb1(&items).unwrap();
+    let mut want = b"QPB1\x04\x01\x00\x00\x00\x01\x00q\x01\x00p\x02\x00\x00\x00".to_vec();
+    want.extend_from_slice(b"\x01\x00t\x07\x00\x00\x00{\"a\":1}\x01\x00u\x01\x00\x00\x002");
+    assert_eq!(b, want);
+    assert!(queen_mq::client::encode_qpb1(&[json!({"queue": "q", "partition": "p", "payload": 1, "transactionId": "t", "traceId": "x"})]).is_none());
+    let (addr, seen) = scripted(vec![resp("201 Created", "", r#"[{"index":0,"status":"queued","transaction_id":"t"}]"#)]).await;
+    let q = Queen::builder().url(addr).binary_push(true).build().unwrap();
+    q.queue("q").push(vec![PushItem::new(json!({})).transaction_id("t")]).await.unwrap();
+    let req = seen.lock().unwrap()[0].1.to_ascii_lowercase();
+    assert!(req.contains("content-type: application/x-queen-push") && req.contains("qpb1"), "{req}");
+}
