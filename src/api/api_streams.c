@@ -23,6 +23,8 @@
 
 /* ------------------------------------------------------------------ per-query counters */
 
+static void prom_label(buf *b, const void *sp);
+
 typedef struct stream_stat {
     uuid id;
     uint8_t tenant[16];
@@ -73,23 +75,66 @@ static void json_stat(buf *b, const stream_stat *s)
                (unsigned long long)s->failed);
 }
 
-void api_streams_status_json(buf *b, const uint8_t tenant[16])
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows)
 {
     buf_printf(b, "{\"registers\":%llu,\"state_reads\":%llu,\"queries\":[", (unsigned long long)g_registers,
                (unsigned long long)g_state_gets);
     int n = 0;
-    for (uint32_t i = 0; i < g_nstats; i++) {
-        if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
-            continue;
-        if (n++)
-            buf_putc(b, ',');
-        json_stat(b, &g_stats[i]);
+    if (rows) {
+        /* every query of the tenant, from the database, with this node's counters */
+        for (int i = 0; i < PQntuples(rows); i++) {
+            uuid u;
+            if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &u) < 0)
+                continue;
+            stream_stat zero, *s = NULL;
+            for (uint32_t k = 0; k < g_nstats; k++)
+                if (memcmp(g_stats[k].id.b, u.b, 16) == 0)
+                    s = &g_stats[k];
+            if (!s) {
+                memset(&zero, 0, sizeof zero);
+                zero.id = u;
+                s = &zero;
+            }
+            snprintf(s->name, sizeof s->name, "%s", PQgetvalue(rows, i, SSR_NAME));
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, s);
+            b->len--; /* reopen the object */
+            buf_printf(b, ",\"state_rows\":%s}", PQgetvalue(rows, i, SSR_STATE_ROWS));
+        }
+    } else {
+        for (uint32_t i = 0; i < g_nstats; i++) {
+            if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
+                continue;
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, &g_stats[i]);
+            b->len--;
+            buf_puts(b, ",\"state_rows\":null}");
+        }
     }
     buf_puts(b, "]}");
 }
 
-static void prom_label(buf *b, const stream_stat *s)
+void api_streams_prometheus_state(buf *b, const PGresult *rows)
 {
+    buf_puts(b, "# HELP queen_stream_state_rows State rows of a streaming query (open windows, watermarks, gate state)\n"
+                "# TYPE queen_stream_state_rows gauge\n");
+    for (int i = 0; i < PQntuples(rows); i++) {
+        stream_stat s;
+        memset(&s, 0, sizeof s);
+        if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &s.id) < 0)
+            continue;
+        snprintf(s.name, sizeof s.name, "%s", PQgetvalue(rows, i, SSR_NAME));
+        buf_puts(b, "queen_stream_state_rows");
+        prom_label(b, &s);
+        buf_printf(b, " %s\n", PQgetvalue(rows, i, SSR_STATE_ROWS));
+    }
+}
+
+static void prom_label(buf *b, const void *sp)
+{
+    const stream_stat *s = sp;
     char id[37];
     uuid_format(&s->id, id);
     buf_printf(b, "{query_id=\"%s\",query=\"", id);

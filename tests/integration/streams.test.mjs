@@ -358,6 +358,11 @@ test('tenant scope and /status counters', async () => {
   for (const k of ['cycles', 'flushes', 'sink_pushes', 'state_ops', 'conflicts', 'aborted_cycles', 'failed_cycles']) assert.equal(typeof q[k], 'number', k);
   assert.ok(s.json.streams.queries.some((x) => x.conflicts >= 1));
   assert.ok(s.json.streams.queries.some((x) => x.aborted_cycles >= 1));
+  assert.ok(s.json.streams.queries.every((x) => typeof x.state_rows === 'number'), 'every query with its state rows');
+  assert.ok(s.json.streams.queries.some((x) => x.state_rows > 0));
+  const m = await get(node.url, '/metrics/prometheus');
+  assert.match(m.text, /# TYPE queen_stream_state_rows gauge\nqueen_stream_state_rows\{query_id="[0-9a-f-]{36}",query="[^"]+"\} \d+/);
+  for (const f of ['cycles', 'flushes', 'sink_pushes', 'conflicts', 'aborted_cycles']) assert.match(m.text, new RegExp(`queen_stream_${f}_total\\{`));
 });
 
 test('an array of cycles: one transaction, each element in its own savepoint, answers in request order', async () => {
