@@ -16,6 +16,7 @@
 #include "core/util.h"
 
 #define NAME_MAX_BYTES 255
+#define STATE_KEY_MAX_BYTES 2048
 #include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "storage/logread.h"
@@ -1231,6 +1232,12 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
             int ty = json_get(d, e, "type");
             if (api_str_field(r, d, e, "key", &key, &kl) != 1) {
                 http_respond_error(r, 400, "%s.key is required (a string without NUL characters)", where);
+                ret = -1;
+                goto out;
+            }
+            if (kl > STATE_KEY_MAX_BYTES) {
+                /* the key is in the state table's primary key: a B-tree entry has room for ~2.7 kB */
+                http_respond_error(r, 400, "%s.key is %zu bytes, more than %d", where, kl, STATE_KEY_MAX_BYTES);
                 ret = -1;
                 goto out;
             }

@@ -184,6 +184,9 @@ test('cycle refusals: kv and timers with the reason, bad fields, null arrays acc
   const nul = await cycle({ query_id: id, partition_id: P, state_ops: null, push_items: null, ack: null });
   assert.equal(nul.status, 200, nul.text);
   assert.equal(nul.json.success, true);
+  const long = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2049), value: {} }] });
+  assert.equal(long.status, 400, 'a key longer than 2048 bytes');
+  assert.equal((await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2048), value: {} }], ack: null })).json.success, true);
   const ut = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'merge', key: 'k' }] });
   assert.deepEqual([ut.status, ut.json.success, ut.json.error], [200, false, 'Unknown state_op type: merge']);
   const nt = await cycle({ query_id: id, partition_id: P, ack: { leaseId: P } });
