@@ -1047,7 +1047,7 @@ static void cy_done(db_req *d)
 }
 
 /* The transactionId of sink item `index` without one of its own: a cycle with an ack derives
- * it from the acked source record (a retry of that cycle re-derives the same ids), a flush
+ * it from its lease and the acked source record (a retry of that cycle re-derives the same ids), a flush
  * from the state rows it closes and the item's payload (a retried flush, or a second runner
  * flushing the same rows, derives the same ids; a window re-created later by new records
  * has another payload). */
@@ -1205,7 +1205,12 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
     buf seed;
     buf_init(&seed, 0);
     if (c->has_ack) {
+        /* the lease: a retry within it derives the same ids; records delivered again under
+         * another lease (a seek back, a deliberate replay) are new results */
         buf_puts(&seed, "a\x1f");
+        if (c->has_lease)
+            buf_append(&seed, c->lease.b, 16);
+        buf_putc(&seed, 0x1f);
         buf_puts(&seed, c->ack_txn);
         buf_printf(&seed, "\x1f%lld", c->has_count ? (long long)c->count : -1LL);
     } else {
