@@ -22,6 +22,14 @@ void api_register(app *a)
     http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);
     http_route(s, "GET", "/metrics", api_metrics_json, ACCESS_PUBLIC);
     http_route(s, "POST", "/api/v1/push", api_push, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ephemeral/configure", api_eph_configure, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ephemeral/reset", api_eph_reset, ACCESS_READ_WRITE);
+    http_route(s, "DELETE", "/api/v1/ephemeral/queue/:queue", api_eph_delete, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ephemeral/push", api_eph_push, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/ephemeral/pop", api_eph_pop, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/ephemeral/ack", api_eph_ack, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/ephemeral/queues", api_eph_queues, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/ephemeral/queues/:queue/depth", api_eph_depth, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/configure", api_configure, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/fetch", api_fetch, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/partitions/changed", api_partitions_changed, ACCESS_READ_ONLY);

@@ -11,6 +11,7 @@
 #include "consume/notify.h"
 #include "db/embedded.h"
 #include "db/pg.h"
+#include "ephemeral/eph.h"
 #include "http/server.h"
 #include "kv/kv.h"
 #include "sink/sink.h"
@@ -39,6 +40,8 @@ typedef struct app {
     maint *maint;
     retention *retention;
     waitq *wq;
+    eph *eph;            /* ephemeral (RAM) queues, this node only */
+    waitq *eph_wq;       /* long-polls parked on them */
     notifier *notify;
     kv_metrics kvm;      /* KV counters (handlers and the reaper) */
     kv_reaper *kvr;      /* deletes expired keys */
@@ -58,6 +61,14 @@ void api_auth_gate(http_req *r, enum http_access access);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
+void api_eph_configure(http_req *r);
+void api_eph_reset(http_req *r);
+void api_eph_delete(http_req *r);
+void api_eph_push(http_req *r);
+void api_eph_pop(http_req *r);
+void api_eph_ack(http_req *r);
+void api_eph_queues(http_req *r);
+void api_eph_depth(http_req *r);
 void api_fetch(http_req *r);
 void api_partitions_changed(http_req *r);
 void api_configure(http_req *r);

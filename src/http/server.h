@@ -55,6 +55,7 @@ struct http_req {
      * refers to it. NULL = just wait for the handler to answer. */
     void (*on_abandon)(http_req *r);
     void *abandon_arg;
+    const char *retry_after; /* set by a handler: the answer's Retry-After (seconds), or NULL */
     /* private */
     void *h2o_req;           /* NULL once h2o has disposed of the request */
     int async;
