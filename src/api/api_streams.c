@@ -16,12 +16,15 @@
 #include "core/util.h"
 
 #define NAME_MAX_BYTES 255
+#define STATE_KEY_MAX_BYTES 2048
 #include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "storage/logread.h"
 #include "streams/streams_results.h"
 
 /* ------------------------------------------------------------------ per-query counters */
+
+static void prom_label(buf *b, const void *sp);
 
 typedef struct stream_stat {
     uuid id;
@@ -73,23 +76,66 @@ static void json_stat(buf *b, const stream_stat *s)
                (unsigned long long)s->failed);
 }
 
-void api_streams_status_json(buf *b, const uint8_t tenant[16])
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows)
 {
     buf_printf(b, "{\"registers\":%llu,\"state_reads\":%llu,\"queries\":[", (unsigned long long)g_registers,
                (unsigned long long)g_state_gets);
     int n = 0;
-    for (uint32_t i = 0; i < g_nstats; i++) {
-        if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
-            continue;
-        if (n++)
-            buf_putc(b, ',');
-        json_stat(b, &g_stats[i]);
+    if (rows) {
+        /* every query of the tenant, from the database, with this node's counters */
+        for (int i = 0; i < PQntuples(rows); i++) {
+            uuid u;
+            if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &u) < 0)
+                continue;
+            stream_stat zero, *s = NULL;
+            for (uint32_t k = 0; k < g_nstats; k++)
+                if (memcmp(g_stats[k].id.b, u.b, 16) == 0)
+                    s = &g_stats[k];
+            if (!s) {
+                memset(&zero, 0, sizeof zero);
+                zero.id = u;
+                s = &zero;
+            }
+            snprintf(s->name, sizeof s->name, "%s", PQgetvalue(rows, i, SSR_NAME));
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, s);
+            b->len--; /* reopen the object */
+            buf_printf(b, ",\"state_rows\":%s}", PQgetvalue(rows, i, SSR_STATE_ROWS));
+        }
+    } else {
+        for (uint32_t i = 0; i < g_nstats; i++) {
+            if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
+                continue;
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, &g_stats[i]);
+            b->len--;
+            buf_puts(b, ",\"state_rows\":null}");
+        }
     }
     buf_puts(b, "]}");
 }
 
-static void prom_label(buf *b, const stream_stat *s)
+void api_streams_prometheus_state(buf *b, const PGresult *rows)
 {
+    buf_puts(b, "# HELP queen_stream_state_rows State rows of a streaming query (open windows, watermarks, gate state)\n"
+                "# TYPE queen_stream_state_rows gauge\n");
+    for (int i = 0; i < PQntuples(rows); i++) {
+        stream_stat s;
+        memset(&s, 0, sizeof s);
+        if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &s.id) < 0)
+            continue;
+        snprintf(s.name, sizeof s.name, "%s", PQgetvalue(rows, i, SSR_NAME));
+        buf_puts(b, "queen_stream_state_rows");
+        prom_label(b, &s);
+        buf_printf(b, " %s\n", PQgetvalue(rows, i, SSR_STATE_ROWS));
+    }
+}
+
+static void prom_label(buf *b, const void *sp)
+{
+    const stream_stat *s = sp;
     char id[37];
     uuid_format(&s->id, id);
     buf_printf(b, "{query_id=\"%s\",query=\"", id);
@@ -1001,7 +1047,7 @@ static void cy_done(db_req *d)
 }
 
 /* The transactionId of sink item `index` without one of its own: a cycle with an ack derives
- * it from the acked source record (a retry of that cycle re-derives the same ids), a flush
+ * it from its lease and the acked source record (a retry of that cycle re-derives the same ids), a flush
  * from the state rows it closes and the item's payload (a retried flush, or a second runner
  * flushing the same rows, derives the same ids; a window re-created later by new records
  * has another payload). */
@@ -1159,7 +1205,12 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
     buf seed;
     buf_init(&seed, 0);
     if (c->has_ack) {
+        /* the lease: a retry within it derives the same ids; records delivered again under
+         * another lease (a seek back, a deliberate replay) are new results */
         buf_puts(&seed, "a\x1f");
+        if (c->has_lease)
+            buf_append(&seed, c->lease.b, 16);
+        buf_putc(&seed, 0x1f);
         buf_puts(&seed, c->ack_txn);
         buf_printf(&seed, "\x1f%lld", c->has_count ? (long long)c->count : -1LL);
     } else {
@@ -1186,6 +1237,12 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
             int ty = json_get(d, e, "type");
             if (api_str_field(r, d, e, "key", &key, &kl) != 1) {
                 http_respond_error(r, 400, "%s.key is required (a string without NUL characters)", where);
+                ret = -1;
+                goto out;
+            }
+            if (kl > STATE_KEY_MAX_BYTES) {
+                /* the key is in the state table's primary key: a B-tree entry has room for ~2.7 kB */
+                http_respond_error(r, 400, "%s.key is %zu bytes, more than %d", where, kl, STATE_KEY_MAX_BYTES);
                 ret = -1;
                 goto out;
             }

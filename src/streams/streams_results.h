@@ -49,6 +49,14 @@ enum sp_col { STREAMS_PARTITIONS_V1_COLUMNS(DB_COL_ENUM) SP_NCOLS };
     X(SSG_UPDATED, updated_at, int8)
 enum ssg_col { STREAMS_STATE_GET_V1_COLUMNS(DB_COL_ENUM) SSG_NCOLS };
 
+/* queen.streams_state_rows_v1: one row per query (read as text by /status and Prometheus) */
+#define STREAMS_STATE_ROWS_V1_COLUMNS(X)                                                                       \
+    X(SSR_QUERY_ID, query_id, uuid)                                                                            \
+    X(SSR_TENANT, tenant_id, uuid)                                                                             \
+    X(SSR_NAME, name, text)                                                                                    \
+    X(SSR_STATE_ROWS, state_rows, int8)
+enum ssr_col { STREAMS_STATE_ROWS_V1_COLUMNS(DB_COL_ENUM) SSR_NCOLS };
+
 /* queen.streams_cycle_v1: push_v1's rows (kinds 0..2, same columns) and one summary row */
 #define STREAMS_CYCLE_V1_COLUMNS(X)                                                                            \
     X(SCY_KIND, kind, int4)                                                                                    \

@@ -184,6 +184,9 @@ test('cycle refusals: kv and timers with the reason, bad fields, null arrays acc
   const nul = await cycle({ query_id: id, partition_id: P, state_ops: null, push_items: null, ack: null });
   assert.equal(nul.status, 200, nul.text);
   assert.equal(nul.json.success, true);
+  const long = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2049), value: {} }] });
+  assert.equal(long.status, 400, 'a key longer than 2048 bytes');
+  assert.equal((await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2048), value: {} }], ack: null })).json.success, true);
   const ut = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'merge', key: 'k' }] });
   assert.deepEqual([ut.status, ut.json.success, ut.json.error], [200, false, 'Unknown state_op type: merge']);
   const nt = await cycle({ query_id: id, partition_id: P, ack: { leaseId: P } });
@@ -358,6 +361,11 @@ test('tenant scope and /status counters', async () => {
   for (const k of ['cycles', 'flushes', 'sink_pushes', 'state_ops', 'conflicts', 'aborted_cycles', 'failed_cycles']) assert.equal(typeof q[k], 'number', k);
   assert.ok(s.json.streams.queries.some((x) => x.conflicts >= 1));
   assert.ok(s.json.streams.queries.some((x) => x.aborted_cycles >= 1));
+  assert.ok(s.json.streams.queries.every((x) => typeof x.state_rows === 'number'), 'every query with its state rows');
+  assert.ok(s.json.streams.queries.some((x) => x.state_rows > 0));
+  const m = await get(node.url, '/metrics/prometheus');
+  assert.match(m.text, /# TYPE queen_stream_state_rows gauge\nqueen_stream_state_rows\{query_id="[0-9a-f-]{36}",query="[^"]+"\} \d+/);
+  for (const f of ['cycles', 'flushes', 'sink_pushes', 'conflicts', 'aborted_cycles']) assert.match(m.text, new RegExp(`queen_stream_${f}_total\\{`));
 });
 
 test('an array of cycles: one transaction, each element in its own savepoint, answers in request order', async () => {
