@@ -172,10 +172,13 @@ void api_streams_get(http_req *r);
 void api_streams_drop(http_req *r);
 void api_streams_cycle(http_req *r);
 void api_streams_state_get(http_req *r);
-/* The per-query counters of this node: a JSON object for /status (tenant NULL = all), and
- * Prometheus text. */
-void api_streams_status_json(buf *b, const uint8_t tenant[16]);
+/* The per-query counters of this node: a JSON object for /status (rows: the tenant's queries
+ * from queen.streams_state_rows_v1, read as text, or NULL without the database; tenant then
+ * filters this node's counters, NULL = all), and Prometheus text (the counters; the state-row
+ * gauge from the same function's rows for every tenant). */
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows);
 void api_streams_prometheus(buf *b);
+void api_streams_prometheus_state(buf *b, const PGresult *rows);
 /* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
  * integer in [lo, hi]. */
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
