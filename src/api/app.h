@@ -160,6 +160,10 @@ void api_push_answer(push_req *pr);
  * application/x-queen-push, or a body that starts with the QPB1 magic. */
 int api_push_is_binary(http_req *r);
 void api_push_binary(http_req *r);
+/* POST /api/v1/transaction with the binary body (QTB1): replaces the request's body by the
+ * JSON transaction it stands for (0), or answers a refusal (-1). */
+int api_txn_is_binary(http_req *r);
+int api_txn_binary_to_json(http_req *r);
 void api_transaction(http_req *r);
 /* Streams: the /streams/v1 routes (api_streams.c, docs/streams.md). */
 void api_streams_register(http_req *r);
