@@ -41,7 +41,8 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/transaction", api_transaction, ACCESS_READ_WRITE);
     /* streams (docs/streams.md): register and cycle read-write, state reads read-only, as the
-     * earlier release's route table; listing and reading queries read-only, dropping admin */
+     * earlier release's route table; listing and reading queries read-only, dropping one read-write
+     * (as a register with reset, which wipes the same state) */
     http_route(s, "POST", "/streams/v1/queries", api_streams_register, ACCESS_READ_WRITE);
     http_route(s, "GET", "/streams/v1/queries", api_streams_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/streams/v1/queries/:name", api_streams_get, ACCESS_READ_ONLY);
