@@ -79,8 +79,6 @@ void api_metrics_json(http_req *r);
 void api_pop_queue(http_req *r);
 void api_pop_partition(http_req *r);
 void api_pop_namespace(http_req *r);
-/* Records were pushed to this partition: lanes popping its queue try it first. */
-void api_pop_hint(const uint8_t tenant[16], const char *queue, size_t qlen, uint64_t partition_id);
 void api_ack(http_req *r);
 void api_ack_batch(http_req *r);
 void api_lease_extend(http_req *r);
