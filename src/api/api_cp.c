@@ -30,7 +30,10 @@ static enum route_class route_class_of(http_req *r)
     const char *p = http_route_pattern(r);
     if (strcmp(r->method, "POST") == 0 && (strcmp(p, "/api/v1/push") == 0 || strcmp(p, "/api/v1/timers") == 0))
         return RC_PUSH;
-    if (strncmp(p, "/api/v1/kv/", 11) == 0 && strcmp(r->method, "GET") != 0 && strcmp(r->method, "DELETE") != 0)
+    /* the KV writes: the per-key routes' PUT/POST, and the 2.x batch (POST /api/v1/kv, refused
+     * whole over the ceiling, as the client expects of a mixed batch) */
+    if ((strncmp(p, "/api/v1/kv/", 11) == 0 || strcmp(p, "/api/v1/kv") == 0) && strcmp(r->method, "GET") != 0 &&
+        strcmp(r->method, "DELETE") != 0)
         return RC_WRITE;
     return RC_READ;
 }

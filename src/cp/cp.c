@@ -50,7 +50,6 @@ struct cp_node {
     int again; /* a refresh was asked for while busy */
     char last_error[256];
     mcounter rounds_ok, rounds_failed;
-    mcounter refused[CPR_N];
 };
 
 static void round_start(cp_node *n);
@@ -96,18 +95,18 @@ const char *cp_node_last_error(const cp_node *n)
     return n ? n->last_error : "";
 }
 
-static enum cp_verdict status_verdict(cp_node *n, const cp_cluster *c, int kind)
+static enum cp_verdict status_verdict(cp_cluster *c, int kind)
 {
     if (c->effective == CP_SUSPENDED) {
-        mc_add(&n->refused[CPR_SUSPENDED], 1);
+        c->refused[CPR_SUSPENDED]++;
         return CPV_SUSPENDED;
     }
     if (kind >= 2 && c->effective == CP_PUSH_BLOCKED) {
-        mc_add(&n->refused[CPR_PUSH_BLOCKED], 1);
+        c->refused[CPR_PUSH_BLOCKED]++;
         return CPV_PUSH_BLOCKED;
     }
     if (kind >= 1 && c->max_storage > 0 && c->storage_bytes >= c->max_storage) {
-        mc_add(&n->refused[CPR_STORAGE], 1);
+        c->refused[CPR_STORAGE]++;
         return CPV_STORAGE_EXCEEDED;
     }
     return CPV_OK;
@@ -119,11 +118,11 @@ enum cp_verdict cp_admit(cp_node *n, const uint8_t tenant[16], int kind, int64_t
     if (!v)
         return CPV_OK;
     cp_cluster *c = &n->cl[*v];
-    enum cp_verdict st = status_verdict(n, c, kind);
+    enum cp_verdict st = status_verdict(c, kind);
     if (st != CPV_OK)
         return st;
     if (c->rps > 0 && !cp_rate_admit(&c->rate, c->rps, wall_us(), retry_after_ms)) {
-        mc_add(&n->refused[CPR_RATE], 1);
+        c->refused[CPR_RATE]++;
         return CPV_RATE_LIMITED;
     }
     return CPV_OK;
@@ -132,7 +131,7 @@ enum cp_verdict cp_admit(cp_node *n, const uint8_t tenant[16], int kind, int64_t
 enum cp_verdict cp_push_verdict(cp_node *n, const uint8_t tenant[16], int kind)
 {
     uint32_t *v = n ? strmap_get(&n->by_tenant, tenant, 16) : NULL;
-    return v ? status_verdict(n, &n->cl[*v], kind) : CPV_OK;
+    return v ? status_verdict(&n->cl[*v], kind) : CPV_OK;
 }
 
 const cp_cluster *cp_cluster_at(cp_node *n, uint32_t i)
@@ -178,6 +177,7 @@ static int read_clusters(cp_node *n, const PGresult *res)
         const cp_cluster *old = cp_by_tenant(n, c->tenant);
         if (old) {
             c->rate = old->rate;
+            memcpy(c->refused, old->refused, sizeof c->refused);
             if (c->storage_bytes < 0)
                 c->storage_bytes = old->storage_bytes;
         }
@@ -369,11 +369,16 @@ void cp_node_metrics(cp_node *n, buf *b)
     metric_u64(b, "queen_cp_rounds_total", "result=\"failed\"", mc_get(&n->rounds_failed));
     metric_help(b, "queen_cp_clusters", "gauge", "Clusters this node knows");
     metric_u64(b, "queen_cp_clusters", NULL, n->ncl);
-    metric_help(b, "queen_cp_refused_total", "counter", "Data-plane requests the proxy refused, by code");
-    for (int i = 0; i < CPR_N; i++) {
-        char lab[64];
-        snprintf(lab, sizeof lab, "code=\"%s\"", REFUSAL_CODE[i]);
-        metric_u64(b, "queen_cp_refused_total", lab, mc_get(&n->refused[i]));
+    metric_help(b, "queen_cp_refused_total", "counter",
+                "Data-plane requests of a cluster this node refused, by the code of the answer");
+    for (uint32_t i = 0; i < n->ncl; i++) {
+        char u[UUID_STR_LEN + 1];
+        uuid_format((const uuid *)n->cl[i].tenant, u);
+        for (int k = 0; k < CPR_N; k++) {
+            char lab[160];
+            snprintf(lab, sizeof lab, "tenant=\"%s\",cluster=\"%s\",code=\"%s\"", u, n->cl[i].name, REFUSAL_CODE[k]);
+            metric_u64(b, "queen_cp_refused_total", lab, n->cl[i].refused[k]);
+        }
     }
 }
 

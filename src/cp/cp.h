@@ -31,6 +31,7 @@ typedef struct cp_cluster {
     int64_t storage_bytes; /* last measured; -1 not yet */
     int64_t created_us, updated_us;
     cp_rate rate;
+    uint64_t refused[4]; /* data-plane refusals on this node: rate, suspended, push_blocked, storage */
 } cp_cluster;
 
 typedef struct cp_node cp_node;

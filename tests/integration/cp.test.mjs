@@ -241,6 +241,15 @@ describe('control plane', () => {
     // the tenant's own status counts too: the worse of both
     r = await cp.put('/clusters/acme/status', { status: 'active' });
     assert.equal(r.json.effectiveStatus, 'active');
+    pg.psql(`UPDATE queen.tenants SET status = 'push_blocked' WHERE id = '${TA}'`);
+    r = await cp.get('/clusters/acme');
+    assert.equal(r.json.status, 'active');
+    assert.equal(r.json.effectiveStatus, 'push_blocked');
+    assert.equal((await push(A, 'drain')).json.code, 'forbidden');
+    assert.equal((await A.get('/api/v1/kv/ns/k')).status, 200);
+    pg.psql(`UPDATE queen.tenants SET status = 'active' WHERE id = '${TA}'`);
+    r = await cp.get('/clusters/acme');
+    assert.equal(r.json.effectiveStatus, 'active');
     assert.equal((await push(A, 'drain')).status, 201);
     await until(async () => (await push(A2, 'drain')).status === 201, 4000, 'active on node 2');
   });
@@ -272,6 +281,9 @@ describe('control plane', () => {
     assert.ok(counts[2] >= L / 2 && counts[3] >= L / 2, `per second across both nodes: ${counts}`);
     await sleep(1100);
     assert.equal((await B.get('/api/v1/kv/ns')).status, 200);
+    const m = (await get(n1.url, '/metrics/prometheus')).text;
+    const re = new RegExp(`^queen_cp_refused_total\\{tenant="${b.tenant}",cluster="beta",code="rate_limited"\\} ([0-9]+)$`, 'm');
+    assert.ok(Number(m.match(re)?.[1]) > 0, m.split('\n').filter((l) => l.includes('queen_cp')).join('\n'));
     r = await cp.patch('/clusters/beta', { quotas: { requestsPerSecond: 0 } });
     assert.equal(r.json.quotas.requestsPerSecond, 0);
   });
