@@ -325,6 +325,7 @@ fail_loop:
     a->s3 = NULL;
     auth_free(a->auth);
 fail:
+    cp_config_free(&cpcfg);
     s3_node_knobs_free(&knobs);
     s3_sink_config_free(&env_sink);
     if (a->emb) {
