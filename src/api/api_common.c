@@ -17,10 +17,19 @@ void api_register(app *a)
 {
     http_server *s = a->http;
     http_server_set_gate(s, api_auth_gate);
+    api_register_data_routes(a, s, 0);
+}
+
+void api_register_data_routes(app *a, http_server *s, int proxy)
+{
+    (void)a;
     http_route(s, "GET", "/health", api_health, ACCESS_PUBLIC);
-    http_route(s, "GET", "/status", api_status, ACCESS_READ_ONLY);
-    http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);
-    http_route(s, "GET", "/metrics", api_metrics_json, ACCESS_PUBLIC);
+    if (!proxy) {
+        /* the node-wide views: every tenant's sinks, queues and series */
+        http_route(s, "GET", "/status", api_status, ACCESS_READ_ONLY);
+        http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);
+        http_route(s, "GET", "/metrics", api_metrics_json, ACCESS_PUBLIC);
+    }
     http_route(s, "POST", "/api/v1/push", api_push, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ephemeral/configure", api_eph_configure, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ephemeral/reset", api_eph_reset, ACCESS_READ_WRITE);

@@ -346,6 +346,7 @@ void api_metrics_prometheus(http_req *r)
     /* the per-queue lag and dead-letter gauges come from one query (api_resources.c) */
     if (a->s3)
         s3_node_metrics(a->s3, &b);
+    cp_node_metrics(a->cp, &b);
     api_metrics_lag_finish(r, &b);
 }
 
