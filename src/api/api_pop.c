@@ -179,11 +179,11 @@ static void respond_messages(pop_ctx *c)
     buf_free(&b);
 }
 
-/* A claim of a framed answer: the 2.x partitionId is our partition's u64 id (docs/http-api.md).
- * deliveryAttempt is not tracked per claim: 1. */
+/* A claim of a framed answer: the 2.x partitionId is our partition's u64 id (docs/http-api.md),
+ * deliveryAttempt the cursor's retry count + 1. */
 static void framed_claim(pop_ctx *c, const popped_partition *p)
 {
-    if (!c->qpf_bad && qpf_claim(&c->qpf, p->id, p->name, p->name_len, (uint64_t)p->start, (uint64_t)p->end - 1, 1) < 0)
+    if (!c->qpf_bad && qpf_claim(&c->qpf, p->id, p->name, p->name_len, (uint64_t)p->start, (uint64_t)p->end - 1, p->attempt) < 0)
         c->qpf_bad = 1;
 }
 

@@ -99,6 +99,8 @@ async def test_part_of_a_stored_block_and_redelivery(broker, client, qname):
         again = await f.queue(qname).batch(4).autopilot(False).wait(True).timeout_millis(5000).pop()
         assert datas(again) == [3, 4, 5, 6]
         assert [m["id"] for m in again] == [m["id"] for m in b["messages"]]
+        assert {m["deliveryAttempt"] for m in b["messages"]} == {1}
+        assert {m["deliveryAttempt"] for m in again} == {2}
         await f.ack(again, True)
         rest = await f.queue(qname).batch(100).wait(False).pop()
         assert datas(rest) == [7, 8, 9]
