@@ -129,7 +129,7 @@ consume() {
   local name=$1 conns=$2 mode=$3 queue=$4 note=$5
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
   local out line
-  out=$(MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  out=$(FRAMES=${FRAMES:-0} MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
   line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
   eval "$(sed 's/^RESULT //' <<<"$line")"
   local secs reqs msgs
@@ -144,6 +144,10 @@ consume() {
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+# the same pops answered QPF1 (frames=true, the 2.x client's framed_pop)
+if want pop-autoack-batch100-16conn-framed; then
+  fill bench_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-framed 16 autoack bench_popf "QPF1; "
+fi
 # pops that open every payload
 if want pop-autoack-batch100-16conn-sealed; then
   if encrypted bench_enc_pop; then
@@ -153,6 +157,10 @@ if want pop-autoack-batch100-16conn-sealed; then
   fi
 fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
+if want pop-ack-batch100-16conn-framed; then
+  fill bench_popackf $((duration + 2))
+  FRAMES=1 consume pop-ack-batch100-16conn-framed 16 ack bench_popackf "QPF1, acked by its u64 partitionId; req/s counts pops and acks; "
+fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
 # The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic
 # batches (put, incr of one of 100 shared counters, get); every write is a durable commit.
