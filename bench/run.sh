@@ -54,6 +54,8 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 echo
 
 rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
+# the broker process's own CPU (user + system, clock ticks; not PostgreSQL's): 0 without a pid
+cpu_ticks() { if [ -n "$pid" ]; then awk '{print $14 + $15}' /proc/$pid/stat; else echo 0; fi; }
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
 printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
@@ -128,8 +130,10 @@ fill() {
 consume() {
   local name=$1 conns=$2 mode=$3 queue=$4 note=$5
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
-  local out line
+  local out line cpu0 cpu1
+  cpu0=$(cpu_ticks)
   out=$(FRAMES=${FRAMES:-0} MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  cpu1=$(cpu_ticks)
   line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
   eval "$(sed 's/^RESULT //' <<<"$line")"
   local secs reqs msgs
@@ -139,6 +143,9 @@ consume() {
   local extra=""
   [ "$unreadable" -gt 0 ] && extra+="; answers not read as JSON: $unreadable"
   [ "$ackfail" -gt 0 ] && extra+="; acks refused: $ackfail"
+  if [ -n "$pid" ] && [ "$messages" -gt 0 ]; then
+    extra+="; broker CPU $(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v m="$messages" 'BEGIN {printf "%.2f", t / hz * 1e6 / m}') µs/msg"
+  fi
   printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty$extra"
 }
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
