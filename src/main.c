@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "core/uuid.h"
 #include "cp/cp.h"
 #include "cp/cpcfg.h"
 #include "crypto/seal.h"
@@ -120,6 +121,7 @@ static void on_signal(uv_signal_t *h, int sig)
     retention_stop(a->retention);
     /* parked long-polls answer now (empty), so the drain does not wait out their timeouts */
     waitq_close(a->wq);
+    waitq_close(a->eph_wq);
     notifier_stop(a->notify);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
@@ -227,6 +229,8 @@ int main(void)
     a->retention = retention_new(a->loop, a->db, cfg.retention_interval_ms, cfg.eviction_interval_ms,
                                  cfg.retention_batch, cfg.partition_cleanup_days);
     a->wq = waitq_new(a->loop);
+    a->eph = eph_new(rand_u64(), cfg.ephemeral_max_bytes);
+    a->eph_wq = waitq_new(a->loop);
     a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
                              cfg.db_connect_timeout_ms);
     pusher_on_commit(a->push, on_pushed, a);

@@ -12,6 +12,7 @@
 #include "cp/cp.h"
 #include "db/embedded.h"
 #include "db/pg.h"
+#include "ephemeral/eph.h"
 #include "http/server.h"
 #include "kv/kv.h"
 #include "sink/sink.h"
@@ -40,6 +41,8 @@ typedef struct app {
     maint *maint;
     retention *retention;
     waitq *wq;
+    eph *eph;            /* ephemeral (RAM) queues, this node only */
+    waitq *eph_wq;       /* long-polls parked on them */
     notifier *notify;
     kv_metrics kvm;      /* KV counters (handlers and the reaper) */
     kv_reaper *kvr;      /* deletes expired keys */
@@ -76,6 +79,14 @@ int api_cp_push_refused(http_req *r);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
+void api_eph_configure(http_req *r);
+void api_eph_reset(http_req *r);
+void api_eph_delete(http_req *r);
+void api_eph_push(http_req *r);
+void api_eph_pop(http_req *r);
+void api_eph_ack(http_req *r);
+void api_eph_queues(http_req *r);
+void api_eph_depth(http_req *r);
 void api_fetch(http_req *r);
 void api_partitions_changed(http_req *r);
 void api_configure(http_req *r);
@@ -167,6 +178,10 @@ void api_push_answer(push_req *pr);
  * application/x-queen-push, or a body that starts with the QPB1 magic. */
 int api_push_is_binary(http_req *r);
 void api_push_binary(http_req *r);
+/* POST /api/v1/transaction with the binary body (QTB1): replaces the request's body by the
+ * JSON transaction it stands for (0), or answers a refusal (-1). */
+int api_txn_is_binary(http_req *r);
+int api_txn_binary_to_json(http_req *r);
 void api_transaction(http_req *r);
 /* Streams: the /streams/v1 routes (api_streams.c, docs/streams.md). */
 void api_streams_register(http_req *r);
@@ -175,10 +190,13 @@ void api_streams_get(http_req *r);
 void api_streams_drop(http_req *r);
 void api_streams_cycle(http_req *r);
 void api_streams_state_get(http_req *r);
-/* The per-query counters of this node: a JSON object for /status (tenant NULL = all), and
- * Prometheus text. */
-void api_streams_status_json(buf *b, const uint8_t tenant[16]);
+/* The per-query counters of this node: a JSON object for /status (rows: the tenant's queries
+ * from queen.streams_state_rows_v1, read as text, or NULL without the database; tenant then
+ * filters this node's counters, NULL = all), and Prometheus text (the counters; the state-row
+ * gauge from the same function's rows for every tenant). */
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows);
 void api_streams_prometheus(buf *b);
+void api_streams_prometheus_state(buf *b, const PGresult *rows);
 /* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
  * integer in [lo, hi]. */
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);
