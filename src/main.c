@@ -16,6 +16,7 @@
 
 #include "api/app.h"
 #include "config/config.h"
+#include "consume/popbatch.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/uuid.h"
@@ -72,7 +73,7 @@ static PGconn *connect_blocking(const queen_config *c, const char *conninfo, int
 static void on_pushed(void *arg, const uint8_t tenant[16], const char *queue, size_t qlen, uint64_t partition_id)
 {
     app *a = arg;
-    api_pop_hint(tenant, queue, qlen, partition_id);
+    pop_lanes_hint(tenant, queue, qlen, partition_id);
     notifier_changed(a->notify, tenant, queue, qlen);
 }
 

@@ -97,8 +97,6 @@ void api_metrics_json(http_req *r);
 void api_pop_queue(http_req *r);
 void api_pop_partition(http_req *r);
 void api_pop_namespace(http_req *r);
-/* Records were pushed to this partition: lanes popping its queue try it first. */
-void api_pop_hint(const uint8_t tenant[16], const char *queue, size_t qlen, uint64_t partition_id);
 void api_ack(http_req *r);
 void api_ack_batch(http_req *r);
 void api_lease_extend(http_req *r);
@@ -109,6 +107,7 @@ void api_kv_put_if_absent(http_req *r);
 void api_kv_delete(http_req *r);
 void api_kv_incr(http_req *r);
 void api_kv_batch(http_req *r);
+void api_kv_ops(http_req *r); /* POST /api/v1/kv, the 2.x batch */
 void api_timer_ops(http_req *r);
 void api_timer_peek(http_req *r);
 void api_timer_cancel(http_req *r);

@@ -55,6 +55,7 @@ static const shape SHAPES[] = {
     {"tick_v1", COLS(TICK_V1_COLUMNS)},
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
+    {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
     {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
     {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
     {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
