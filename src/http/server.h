@@ -70,6 +70,7 @@ typedef struct http_server_opts {
     int port;
     size_t max_body_bytes;
     const uint8_t *default_tenant;
+    const char *metrics_prefix; /* the families' prefix: NULL = "queen_http" */
 } http_server_opts;
 
 http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *app);
