@@ -163,6 +163,13 @@ if want pop-autoack-batch100-16conn-sealed; then
     printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed
   fi
 fi
+if want pop-autoack-batch100-16conn-sealed-framed; then
+  if encrypted bench_enc_popf; then
+    fill bench_enc_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-sealed-framed 16 autoack bench_enc_popf "sealed, QPF1; "
+  else
+    printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed-framed
+  fi
+fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
 if want pop-ack-batch100-16conn-framed; then
   fill bench_popackf $((duration + 2))
