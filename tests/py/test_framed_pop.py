@@ -2,7 +2,7 @@
 `Queen(framed_pop=True)`: pop, consume, ack (single, batch, in a transaction) with the framed
 answer's partitionId (our partition's u64 id as a decimal string), partitions sweeps under one
 lease, the autopilot echo, groups, encrypted queues (frames carry the opened plaintext), trace
-ids, and parts of a stored block. The same records popped as JSON by another group decode to
+ids, parts of a stored block, and namespace pops (JSON). The same records popped as JSON by another group decode to
 the same messages. The raw answers are read with the client's own decoder
 (queen.http.pop_frames) to check the wire: magic, version 1, content type, claim ranges."""
 
@@ -164,3 +164,19 @@ async def test_framed_answer_keys(broker, client, qname):
                       "partitionsClaimed", "autopilot"}
     assert d["autopilot"] == {"partitions": 8, "batch": 200, "waitMs": 0}
     assert d["queue"] == qname and d["partition"] == "Default" and d["consumerGroup"] == "__QUEUE_MODE__"
+
+
+async def test_namespace_pops_stay_json(broker, client, qname, http):
+    ns = qname + "-ns"
+    for q in (qname + "-a", qname + "-b"):
+        await client.queue(q).namespace(ns).create()
+        await client.queue(q).push([{"data": q[-1]}])
+    r = http.get(f"/api/v1/pop?namespace={ns}&batch=10&wait=false&frames=true&autoAck=true&consumerGroup=peek")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    async with framed(broker) as f:
+        got = await f.queue().namespace(ns).batch(10).wait(False).pop()
+        assert (await f.ack(got, True))["success"] is True
+        got += await f.queue().namespace(ns).batch(10).wait(False).pop()
+        assert sorted(datas(got)) == ["a", "b"]
+        assert all(len(m["partitionId"]) == 36 for m in got)  # the JSON answer's uuids
+        assert (await f.ack(got[-1:], True))["success"] is True
