@@ -91,6 +91,12 @@ void api_register(app *a)
     http_route(s, "GET", "/api/v1/messages", api_messages_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages/:partitionId/:transactionId", api_message_get, ACCESS_READ_ONLY);
     http_route(s, "DELETE", "/api/v1/messages/:partitionId/:transactionId", api_message_delete, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/messages/:partitionId/:transactionId/retry", api_message_retry, ACCESS_READ_WRITE);
+    /* traces: by-name before :partitionId/:transactionId (the first match wins, url.c) */
+    http_route(s, "POST", "/api/v1/traces", api_trace_add, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/traces/names", api_trace_names, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/traces/by-name/:traceName", api_traces_by_name, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/traces/:partitionId/:transactionId", api_traces_for_message, ACCESS_READ_ONLY);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)

@@ -121,6 +121,14 @@ void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
 void api_message_delete(http_req *r);
+/* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
+ * dead letter (api_dlq.c; docs/http-api.md). */
+void api_message_retry(http_req *r);
+/* Traces (api_traces.c). */
+void api_trace_add(http_req *r);
+void api_trace_names(http_req *r);
+void api_traces_by_name(http_req *r);
+void api_traces_for_message(http_req *r);
 /* Appends the per-queue lag and dead-letter gauges to a Prometheus body and answers; `body`
  * is taken over. Without the database the gauges are left out (the rest still answers). */
 void api_metrics_lag_finish(http_req *r, buf *body);

@@ -1,0 +1,193 @@
+// Traces (POST /api/v1/traces and its three reads) and POST /api/v1/messages/:p/:t/retry on
+// the wire: shapes, the 0.15 validation messages, data kept byte for byte, tenant scoping
+// through the partition, refusals (bad UUIDs, NUL, invalid UTF-8, oversized data, unknown
+// fields) and the route order of /traces/by-name/:name against /traces/:p/:t.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { api, get, post, rmrf, startQueen } from './harness.mjs';
+
+let node;
+before(async () => { node = await startQueen(); });
+after(async () => { if (node) { if (process.env.TRACE_LOG) console.log(node.log); await node.stop(); rmrf(node.data); } });
+
+const push = async (items) => {
+  const r = await post(node.url, '/api/v1/push', { items });
+  assert.equal(r.status, 201, r.text);
+  return r.json;
+};
+const trace = (body) => post(node.url, '/api/v1/traces', body);
+const NOPE = '0190c2d4-0000-7000-8000-0000000000ff';
+
+describe('traces', () => {
+  let pid;
+  before(async () => {
+    const pr = await push([{ queue: 'tr1', partition: 'p', transactionId: 'm1', payload: { a: 1 } },
+      { queue: 'tr1', partition: 'p', transactionId: 'm2', payload: { a: 2 } }]);
+    pid = pr[0].partition_id;
+  });
+
+  test('add, read per record (oldest first), data byte for byte, defaults', async () => {
+    // raw text with an odd spelling: key order, spaces, a duplicate key, an escape, 1.0e2
+    const raw = `{"transactionId":"m1","partitionId":"${pid}","traceNames":["order-7","stage"],"data":{"z" : 1, "a":[1.0e2,"\\u00e9\\u0000"],"z":2}}`;
+    let r = await trace(raw);
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.success, true);
+    assert.match(r.json.traceId, /^[0-9a-f-]{36}$/);
+    r = await trace({ transactionId: 'm1', partitionId: pid, consumerGroup: 'g1', eventType: 'error', traceNames: 'stage', data: 'text' });
+    assert.equal(r.status, 201, r.text);
+    r = await get(node.url, `/api/v1/traces/${pid}/m1`);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.traces.length, 2);
+    const [t0, t1] = r.json.traces;
+    assert.deepEqual(Object.keys(t0), ['id', 'event_type', 'data', 'consumer_group', 'worker_id', 'created_at', 'trace_names']);
+    assert.equal(t0.event_type, 'info');
+    assert.equal(t0.consumer_group, '__QUEUE_MODE__');
+    assert.deepEqual(t0.trace_names, ['order-7', 'stage']);
+    assert.ok(r.text.includes('"data":{"z" : 1, "a":[1.0e2,"\\u00e9\\u0000"],"z":2}'), r.text);
+    assert.equal(t1.event_type, 'error');
+    assert.equal(t1.consumer_group, 'g1');
+    assert.equal(t1.data, 'text');
+    assert.deepEqual(t1.trace_names, ['stage']);
+    assert.ok(!Number.isNaN(Date.parse(t0.created_at)));
+    // another record: none
+    r = await get(node.url, `/api/v1/traces/${pid}/m2`);
+    assert.deepEqual(r.json, { traces: [] });
+  });
+
+  test('by name (newest first, total, pagination) and the names', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await trace({ transactionId: 'm2', partitionId: pid, traceNames: ['pg', 'only two'], data: { i } });
+      assert.equal(r.status, 201, r.text);
+    }
+    let r = await get(node.url, '/api/v1/traces/by-name/pg?limit=2');
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.total, 3);
+    assert.deepEqual(r.json.pagination, { limit: 2, offset: 0 });
+    assert.deepEqual(r.json.traces.map((t) => t.data.i), [2, 1]);
+    const t = r.json.traces[0];
+    assert.deepEqual(Object.keys(t), ['id', 'transaction_id', 'partition_id', 'event_type', 'data', 'consumer_group', 'worker_id',
+      'created_at', 'queue_name', 'partition_name', 'message_payload', 'trace_names']);
+    assert.equal(t.transaction_id, 'm2');
+    assert.equal(t.partition_id, pid);
+    assert.equal(t.queue_name, 'tr1');
+    assert.equal(t.partition_name, 'p');
+    r = await get(node.url, '/api/v1/traces/by-name/pg?limit=2&offset=2');
+    assert.deepEqual(r.json.traces.map((x) => x.data.i), [0]);
+    // a name with a space, URL-encoded
+    r = await get(node.url, `/api/v1/traces/by-name/${encodeURIComponent('only two')}`);
+    assert.equal(r.json.total, 3);
+    r = await get(node.url, '/api/v1/traces/by-name/none-such');
+    assert.deepEqual(r.json, { traces: [], total: 0, pagination: { limit: 100, offset: 0 } });
+    r = await get(node.url, '/api/v1/traces/names');
+    assert.equal(r.status, 200, r.text);
+    const byName = Object.fromEntries(r.json.trace_names.map((n) => [n.trace_name, n]));
+    assert.equal(r.json.total, 4);
+    assert.equal(byName.stage.trace_count, 2);
+    assert.equal(byName.stage.message_count, 1);
+    assert.equal(byName.pg.trace_count, 3);
+    assert.deepEqual(Object.keys(byName.pg), ['trace_name', 'trace_count', 'message_count', 'last_seen']);
+    assert.deepEqual(r.json.pagination, { limit: 50, offset: 0 });
+    r = await get(node.url, '/api/v1/traces/names?limit=1&offset=1');
+    assert.equal(r.json.trace_names.length, 1);
+  });
+
+  test('refusals: the 0.15 messages, UUIDs, NUL, UTF-8, size, unknown fields, unknown partition', async () => {
+    const bad = async (body, status, re) => {
+      const r = await trace(body);
+      assert.equal(r.status, status, `${JSON.stringify(body)?.slice(0, 100)} → ${r.text}`);
+      assert.equal(typeof r.json.error, 'string', r.text);
+      if (re) assert.match(r.json.error, re);
+      return r;
+    };
+    await bad({ partitionId: pid, data: {} }, 400, /^transactionId and partitionId are required$/);
+    await bad({ transactionId: 'm1', data: {} }, 400, /^transactionId and partitionId are required$/);
+    await bad({ transactionId: 'm1', partitionId: pid }, 400, /^data is required$/);
+    await bad({ transactionId: 'm1', partitionId: pid, data: null }, 400, /^data is required$/);
+    await bad({ transactionId: 'm1', partitionId: 'not-a-uuid', data: {} }, 400, /partitionId must be a UUID/);
+    await bad({ transactionId: 'm1', partitionId: 7, data: {} }, 400, /partitionId must be a UUID/);
+    await bad({ transactionId: 'a\u0000b', partitionId: pid, data: {} }, 400, /NUL/);
+    await bad({ transactionId: 'x'.repeat(256), partitionId: pid, data: {} }, 400, /transactionId/);
+    await bad({ transactionId: 'm1', partitionId: pid, consumerGroup: 'g\u0000', data: {} }, 400, /NUL/);
+    await bad({ transactionId: 'm1', partitionId: pid, eventType: 5, data: {} }, 400, /eventType/);
+    await bad({ transactionId: 'm1', partitionId: pid, traceNames: [1], data: {} }, 400, /traceNames/);
+    await bad({ transactionId: 'm1', partitionId: pid, traceNames: [''], data: {} }, 400, /trace name/);
+    await bad({ transactionId: 'm1', partitionId: pid, traceNames: { a: 1 }, data: {} }, 400, /traceNames/);
+    await bad({ transactionId: 'm1', partitionId: pid, traceNames: Array.from({ length: 33 }, (_, i) => `n${i}`), data: {} }, 400, /more than 32/);
+    await bad({ transactionId: 'm1', partitionId: pid, data: {}, traceName: 'x' }, 400, /unknown field "traceName"/);
+    const big = await bad({ transactionId: 'm1', partitionId: pid, data: 'x'.repeat(1024 * 1024) }, 413, /more than/);
+    assert.equal(big.json.code, 'trace_data_too_large');
+    // invalid UTF-8 in the body
+    const utf = Buffer.concat([Buffer.from(`{"transactionId":"m1","partitionId":"${pid}","data":"`), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    let r = await api(node.url, 'POST', '/api/v1/traces', new Uint8Array(utf));
+    assert.equal(r.status, 400, r.text);
+    await bad('{"transactionId":"m1",', 400, /Invalid JSON/);
+    await bad('[1]', 400);
+    // an unknown partition: 404 JSON, never 500
+    r = await bad({ transactionId: 'm1', partitionId: NOPE, data: {} }, 404, /Partition not found/);
+    assert.equal(r.json.code, 'partition_not_found');
+    // reads
+    r = await get(node.url, '/api/v1/traces/not-a-uuid/m1');
+    assert.equal(r.status, 400, r.text);
+    r = await get(node.url, `/api/v1/traces/${NOPE}/m1`);
+    assert.deepEqual(r.json, { traces: [] });
+    r = await get(node.url, `/api/v1/traces/${pid}/a%00b`);
+    assert.equal(r.status, 400, r.text);
+    r = await get(node.url, '/api/v1/traces/by-name/a%FFb');
+    assert.equal(r.status, 400, r.text);
+    r = await get(node.url, '/api/v1/traces/by-name/pg?limit=0');
+    assert.equal(r.status, 400, r.text);
+    r = await get(node.url, '/api/v1/traces/names?offset=-1');
+    assert.equal(r.status, 400, r.text);
+    // nothing of the refused ones was stored
+    r = await get(node.url, `/api/v1/traces/${pid}/m1`);
+    assert.equal(r.json.traces.length, 2);
+  });
+
+  test('traces go with their queue', async () => {
+    const pr = await push([{ queue: 'tr2', transactionId: 'x1', payload: 1 }]);
+    assert.equal((await trace({ transactionId: 'x1', partitionId: pr[0].partition_id, traceNames: 'gone', data: 1 })).status, 201);
+    assert.equal((await get(node.url, '/api/v1/traces/by-name/gone')).json.total, 1);
+    assert.equal((await api(node.url, 'DELETE', '/api/v1/resources/queues/tr2')).status, 200);
+    assert.equal((await get(node.url, '/api/v1/traces/by-name/gone')).json.total, 0);
+  });
+});
+
+describe('POST /api/v1/messages/:partitionId/:transactionId/retry', () => {
+  test('requeues the newest dead letter, keeping its transactionId; refusals', async () => {
+    const pr = await push([{ queue: 'rt1', partition: 'p', transactionId: 'r1', payload: { v: 1 } },
+      { queue: 'rt1', partition: 'p', transactionId: 'r2', payload: { v: 2 } }]);
+    const pid = pr[0].partition_id;
+    const retry = (t, body = {}) => post(node.url, `/api/v1/messages/${pid}/${encodeURIComponent(t)}/retry`, body);
+    let r = await retry('r1');
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.code, 'no_failed_message');
+    const p = await get(node.url, '/api/v1/pop/queue/rt1?batch=1');
+    assert.equal(p.status, 200, p.text);
+    const m = p.json.messages[0];
+    assert.equal(m.transactionId, 'r1');
+    r = await post(node.url, '/api/v1/ack', { transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'dlq' });
+    assert.equal(r.status, 200, r.text);
+    r = await retry('r1');
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.json.requeued, true);
+    assert.equal(r.json.transactionId, 'r1');
+    assert.equal(r.json.offset, 2);
+    assert.equal(r.json.partitionId, pid);
+    // once only: the dead letter is requeued
+    r = await retry('r1');
+    assert.equal(r.status, 404, r.text);
+    // the copy is delivered after r2
+    const q = await get(node.url, '/api/v1/pop/queue/rt1?batch=5');
+    assert.deepEqual(q.json.messages.map((x) => [x.transactionId, x.data.v]), [['r2', 2], ['r1', 1]]);
+    r = await post(node.url, `/api/v1/messages/not-a-uuid/r1/retry`, {});
+    assert.equal(r.status, 400, r.text);
+    r = await post(node.url, `/api/v1/messages/${NOPE}/r1/retry`, {});
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.code, 'partition_not_found');
+    r = await retry('r1', { keepTransactionId: false });
+    assert.equal(r.status, 400, r.text);
+    r = await post(node.url, `/api/v1/messages/${pid}/a%00b/retry`, {});
+    assert.equal(r.status, 400, r.text);
+  });
+});
