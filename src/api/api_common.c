@@ -83,8 +83,14 @@ void api_register(app *a)
     http_route(s, "DELETE", "/api/v1/resources/queues/:queue", api_resources_queue_delete, ACCESS_ADMIN);
     http_route(s, "DELETE", "/api/v1/resources/queues/:queue/partitions/:partition", api_resources_partition_delete,
                ACCESS_ADMIN);
+    http_route(s, "GET", "/api/v1/resources/queues/:queue/depth", api_resources_queue_depth, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/resources/partitions", api_resources_partitions, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/resources/namespaces", api_resources_namespaces, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/resources/tasks", api_resources_tasks, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status", api_status_page, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status/analytics", api_status_analytics, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/analytics/system-metrics", api_analytics_system_metrics, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/analytics/worker-metrics", api_analytics_worker_metrics, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/status/queues", api_status_queues, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/stats/refresh", api_stats_refresh, ACCESS_ADMIN);
     http_route(s, "GET", "/api/v1/status/queues/:queue", api_status_queue, ACCESS_READ_ONLY);

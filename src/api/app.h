@@ -124,6 +124,13 @@ void api_message_delete(http_req *r);
 /* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
  * dead letter (api_dlq.c; docs/http-api.md). */
 void api_message_retry(http_req *r);
+/* Depth, partitions, the status and analytics pages, this node's metrics (api_dashboard.c). */
+void api_resources_queue_depth(http_req *r);
+void api_resources_partitions(http_req *r);
+void api_status_page(http_req *r);
+void api_status_analytics(http_req *r);
+void api_analytics_system_metrics(http_req *r);
+void api_analytics_worker_metrics(http_req *r);
 /* Traces (api_traces.c). */
 void api_trace_add(http_req *r);
 void api_trace_names(http_req *r);
