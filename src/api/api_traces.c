@@ -24,12 +24,15 @@
 #define TRACE_DATA_MAX (1024 * 1024) /* bytes of the raw JSON value */
 #define TRACE_LIST_MAX 10000         /* traces of one record answered at most */
 
+/* The partition's key share is taken by the select (what the foreign key takes anyway): a
+ * deletion committed meanwhile leaves no row to insert, so the answer is 404, not a foreign-key
+ * error. */
 static const char TRACE_INSERT_SQL[] =
     "INSERT INTO queen.message_traces (partition_id, transaction_id, consumer_group, event_type, trace_names, data, "
     "worker_id) "
     "SELECT p.id, $3::text, $4::text, $5::text, ARRAY(SELECT json_array_elements_text($6::json)), $7::text, $8::text "
     "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid "
-    "RETURNING id";
+    "FOR KEY SHARE OF p RETURNING id";
 
 /* $1 tenant, $2 partition uuid, $3 transactionId, $4 limit */
 static const char TRACE_BY_RECORD_SQL[] =
