@@ -218,7 +218,7 @@ static void render_kv_timer_metrics(app *a, buf *b)
 {
     char lab[64];
     metric_help(b, "queen_kv_ops_total", "counter", "KV operations that succeeded, by op");
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 8; i++) {
         snprintf(lab, sizeof lab, "op=\"%s\"", KV_METRIC_OP_NAMES[i]);
         metric_u64(b, "queen_kv_ops_total", lab, mc_get(&a->kvm.ops[i]));
     }
@@ -230,6 +230,9 @@ static void render_kv_timer_metrics(app *a, buf *b)
         snprintf(lab, sizeof lab, "reason=\"%s\"", kv_fail_reason((enum kv_fail)f));
         metric_u64(b, "queen_kv_precondition_failed_total", lab, mc_get(&a->kvm.failed[f]));
     }
+    metric_help(b, "queen_kv_rolled_back_total", "counter",
+                "2.x KV batches and riders rolled back because a required op lost its precondition");
+    metric_u64(b, "queen_kv_rolled_back_total", NULL, mc_get(&a->kvm.rolled_back));
     metric_help(b, "queen_kv_expired_reclaimed_total", "counter", "Expired KV keys deleted by this node");
     metric_u64(b, "queen_kv_expired_reclaimed_total", NULL, mc_get(&a->kvm.reclaimed));
     timer_metrics *tm = timer_job_metrics(a->timers);
@@ -343,6 +346,7 @@ void api_metrics_prometheus(http_req *r)
     /* the per-queue lag and dead-letter gauges come from one query (api_resources.c) */
     if (a->s3)
         s3_node_metrics(a->s3, &b);
+    cp_node_metrics(a->cp, &b);
     api_metrics_lag_finish(r, &b);
 }
 

@@ -352,6 +352,11 @@ void api_transaction(http_req *r)
         }
     }
     json_doc_free(&d);
+    /* a cluster that may not push (push_blocked, over its storage) may still ack */
+    if (nitems > 0 && api_cp_push_refused(r)) {
+        pgarray_free(&c->required);
+        return;
+    }
 
     push_enc_init(&c->enc);
     c->enc.sq = pusher_sealq(a->push);

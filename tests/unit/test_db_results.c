@@ -27,6 +27,7 @@
 #include "db/embedded.h"
 #include "db/migrate.h"
 #include "kv/kv_results.h"
+#include "cp/cp_results.h"
 #include "queue/options.h"
 #include "sink/sinkdb_results.h"
 #include "storage/storage_results.h"
@@ -54,6 +55,10 @@ static const shape SHAPES[] = {
     {"tick_v1", COLS(TICK_V1_COLUMNS)},
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
+    {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
+    {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
+    {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
+    {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
     {"timers_fire_v2", COLS(TIMERS_FIRE_V2_COLUMNS)},
     {"timer_ops_v1", COLS(TIMER_OPS_V1_COLUMNS)},
     {"sink_clock_v1", COLS(SINK_CLOCK_V1_COLUMNS)},
