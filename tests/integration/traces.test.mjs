@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { api, get, post, rmrf, startQueen } from './harness.mjs';
+import { bearer, nowS, sign } from './jwt.mjs';
 
 let node;
 before(async () => { node = await startQueen(); });
@@ -189,5 +190,44 @@ describe('POST /api/v1/messages/:partitionId/:transactionId/retry', () => {
     assert.equal(r.status, 400, r.text);
     r = await post(node.url, `/api/v1/messages/${pid}/a%00b/retry`, {});
     assert.equal(r.status, 400, r.text);
+  });
+});
+
+describe('tenants: traces and the new admin reads see only the caller\'s tenant', () => {
+  const SECRET = 'trace-tenant-secret-of-at-least-32-bytes';
+  const tok = (tenant) => bearer(sign('HS256', SECRET, { sub: 's', role: 'admin', exp: nowS() + 600, tenant }));
+  const A = tok('aaaaaaaa-0000-4000-8000-00000000000a'), B = tok('bbbbbbbb-0000-4000-8000-00000000000b');
+  let jn;
+  before(async () => { jn = await startQueen({ env: { JWT_ENABLED: 'true', JWT_SECRET: SECRET } }); });
+  after(async () => { if (jn) { await jn.stop(); rmrf(jn.data); } });
+
+  test('B cannot add to, read or retry A\'s', async () => {
+    let r = await post(jn.url, '/api/v1/push', { items: [{ queue: 'tq', transactionId: 'a1', payload: 1 }] }, A);
+    assert.equal(r.status, 201, r.text);
+    const pid = r.json[0].partition_id;
+    const body = { transactionId: 'a1', partitionId: pid, traceNames: ['secret'], data: { x: 1 } };
+    assert.equal((await post(jn.url, '/api/v1/traces', body, A)).status, 201);
+    r = await post(jn.url, '/api/v1/traces', body, B);
+    assert.equal(r.status, 404, r.text);
+    assert.deepEqual((await get(jn.url, `/api/v1/traces/${pid}/a1`, B)).json, { traces: [] });
+    assert.equal((await get(jn.url, `/api/v1/traces/${pid}/a1`, A)).json.traces.length, 1);
+    assert.equal((await get(jn.url, '/api/v1/traces/by-name/secret', B)).json.total, 0);
+    assert.equal((await get(jn.url, '/api/v1/traces/by-name/secret', A)).json.total, 1);
+    assert.deepEqual((await get(jn.url, '/api/v1/traces/names', B)).json.trace_names, []);
+    assert.equal((await get(jn.url, '/api/v1/traces/names', A)).json.total, 1);
+    r = await post(jn.url, `/api/v1/messages/${pid}/a1/retry`, {}, B);
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json.code, 'partition_not_found');
+    assert.equal((await get(jn.url, '/api/v1/resources/queues/tq/depth', B)).status, 404);
+    assert.equal((await get(jn.url, '/api/v1/resources/queues/tq/depth', A)).json.pending, 1);
+    assert.deepEqual((await get(jn.url, '/api/v1/resources/partitions', B)).json.partitions, []);
+    const sb = (await get(jn.url, '/api/v1/status', B)).json;
+    assert.deepEqual(sb.queues, []);
+    assert.equal(sb.messages.total, 0);
+    assert.equal(sb.throughput.reduce((n, p) => n + p.ingested, 0), 0);
+    assert.equal((await get(jn.url, '/api/v1/status', A)).json.messages.total, 1);
+    assert.equal((await get(jn.url, '/api/v1/status/analytics', B)).json.dataPoints.reduce((n, p) => n + p.messages, 0), 0);
+    // no token: refused before anything
+    assert.equal((await post(jn.url, '/api/v1/traces', body)).status, 401);
   });
 });
