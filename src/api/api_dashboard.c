@@ -243,12 +243,15 @@ static int points_ok_or_respond(http_req *r, const range *g)
 }
 
 /* Records stored per bucket, by the stamps of their segments (the log's own clock), every
- * bucket of the range listed. $1 tenant, $2 from, $3 to, $4 bucket µs, $5 queue, $6 namespace,
+ * bucket of the range listed. Only partitions written since the range began are read (a
+ * segment's stamp is at most its partition's last_ts), their segments through segments_ts
+ * (partition_id, ts). $1 tenant, $2 from, $3 to, $4 bucket µs, $5 queue, $6 namespace,
  * $7 task */
 static const char SERIES_SQL[] =
     "WITH s AS (SELECT s.ts - s.ts % $4::int8 AS t0, sum(s.record_count)::int8 AS n "
     "  FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id JOIN queen.segments s ON s.partition_id = p.id "
-    "  WHERE q.tenant_id = $1::uuid AND s.ts >= $2::int8 - $2::int8 % $4::int8 AND s.ts <= $3::int8 "
+    "  WHERE q.tenant_id = $1::uuid AND p.last_ts >= $2::int8 - $2::int8 % $4::int8 "
+    "  AND s.ts >= $2::int8 - $2::int8 % $4::int8 AND s.ts <= $3::int8 "
     "  AND ($5::text IS NULL OR q.name = $5::text) AND ($6::text IS NULL OR q.namespace = $6::text) "
     "  AND ($7::text IS NULL OR q.task = $7::text) GROUP BY 1) "
     "SELECT g, coalesce(s.n, 0)::int8 FROM generate_series($2::int8 - $2::int8 % $4::int8, $3::int8, $4::int8) g "
