@@ -29,8 +29,9 @@
  * error. */
 static const char TRACE_INSERT_SQL[] =
     "INSERT INTO queen.message_traces (partition_id, transaction_id, consumer_group, event_type, trace_names, data, "
-    "worker_id) "
-    "SELECT p.id, $3::text, $4::text, $5::text, ARRAY(SELECT json_array_elements_text($6::json)), $7::text, $8::text "
+    "worker_id, log_end) "
+    "SELECT p.id, $3::text, $4::text, $5::text, ARRAY(SELECT json_array_elements_text($6::json)), $7::text, $8::text, "
+    "p.next_offset "
     "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid "
     "FOR KEY SHARE OF p RETURNING id";
 

@@ -231,3 +231,32 @@ describe('tenants: traces and the new admin reads see only the caller\'s tenant'
     assert.equal((await post(jn.url, '/api/v1/traces', body)).status, 401);
   });
 });
+
+describe('trace GC: traces of records retention removed are deleted, the others kept', () => {
+  let rn;
+  before(async () => { rn = await startQueen({ env: { RETENTION_INTERVAL: '300', EVICTION_INTERVAL: '300' } }); });
+  after(async () => { if (rn) { await rn.stop(); rmrf(rn.data); } });
+
+  test('after retention moves the start past the trace, the next maintenance round deletes it', async () => {
+    assert.equal((await post(rn.url, '/api/v1/configure', { queue: 'gc-ret', options: { retentionEnabled: true, retentionSeconds: 1 } })).status, 200);
+    const a = (await post(rn.url, '/api/v1/push', { items: [{ queue: 'gc-ret', transactionId: 'old', payload: 1 }] })).json[0];
+    const k = (await post(rn.url, '/api/v1/push', { items: [{ queue: 'gc-keep', transactionId: 'kept', payload: 1 }] })).json[0];
+    for (const [m, t] of [[a, 'old'], [k, 'kept']]) {
+      const r = await post(rn.url, '/api/v1/traces', { transactionId: t, partitionId: m.partition_id, traceNames: 'gc', data: { t } });
+      assert.equal(r.status, 201, r.text);
+    }
+    assert.equal((await get(rn.url, '/api/v1/traces/by-name/gc')).json.total, 2);
+    // retention (1 s) removes 'old'; the first maintenance round runs 5 s after boot, then every 30 s
+    const deadline = Date.now() + 50000;
+    let names;
+    for (;;) {
+      names = (await get(rn.url, '/api/v1/traces/by-name/gc')).json;
+      if (names.total === 1 || Date.now() > deadline) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    assert.deepEqual(names.traces.map((t) => t.transaction_id), ['kept']);
+    assert.deepEqual((await get(rn.url, `/api/v1/traces/${a.partition_id}/old`)).json, { traces: [] });
+    const m = await get(rn.url, '/metrics/prometheus');
+    assert.match(m.text, /queen_traces_deleted_total 1/);
+  });
+});
