@@ -145,6 +145,30 @@ describe('traces', () => {
     assert.equal(r.json.traces.length, 2);
   });
 
+  test('concurrent traces share batches: each request gets its own answer', async () => {
+    const pr = await push([{ queue: 'tr3', partition: 'a', transactionId: 'c1', payload: 1 },
+      { queue: 'tr3b', partition: 'b', transactionId: 'c2', payload: 2 }]);
+    const parts = [pr[0].partition_id, pr[1].partition_id, NOPE];
+    const rs = await Promise.all([...Array(90)].map((_, i) => trace({ transactionId: `c${1 + (i % 2)}`, partitionId: parts[i % 3],
+      traceNames: ['conc'], data: { i } })));
+    const ids = new Set();
+    rs.forEach((r, i) => {
+      if (i % 3 === 2) {
+        assert.equal(r.status, 404, r.text);
+        assert.equal(r.json.code, 'partition_not_found');
+      } else {
+        assert.equal(r.status, 201, r.text);
+        ids.add(r.json.traceId);
+      }
+    });
+    assert.equal(ids.size, 60);
+    const all = (await get(node.url, '/api/v1/traces/by-name/conc?limit=1000')).json;
+    assert.equal(all.total, 60);
+    assert.deepEqual(new Set(all.traces.map((t) => t.id)), ids);
+    // each trace is where its request put it
+    for (const t of all.traces) assert.equal(t.partition_id, parts[t.data.i % 3]);
+  });
+
   test('traces go with their queue', async () => {
     const pr = await push([{ queue: 'tr2', transactionId: 'x1', payload: 1 }]);
     assert.equal((await trace({ transactionId: 'x1', partitionId: pr[0].partition_id, traceNames: 'gone', data: 1 })).status, 201);
