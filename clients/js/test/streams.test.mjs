@@ -175,6 +175,32 @@ test('streams on the real broker', async (t) => {
     } finally { await h.stop(); }
   });
 
+  await t.test('gate after filter and flatMap: filtered records are acked, a message is allowed whole or not at all', async () => {
+    const src = uniq('gate2'), sink = uniq('gate2-out');
+    await queen.queue(src).config({ leaseTime: 1 }).create();
+    let deniedOnce = false;
+    const h = await run(Stream.from(queen.queue(src)).filter((m) => m.data.n % 3 !== 0)
+      .flatMap((m) => [{ n: m.data.n, copy: 1 }, { n: m.data.n, copy: 2 }])
+      .gate((v, ctx) => {
+        ctx.state.allowed = (ctx.state.allowed ?? 0) + 1;
+        if (v.n === 2 && v.copy === 2 && !deniedOnce) { deniedOnce = true; return false; }
+        v.allowed = ctx.state.allowed;
+        return true;
+      }).to(queen.queue(sink)), { queryId: uniq('q') });
+    try {
+      await pushEvents(queen, src, 'p', [1, 2, 3, 4, 5, 6].map((n) => ({ n })));
+      const rows = (await sinkPayloads(queen, sink, 8, 30000)).map((r) => r.payload);
+      await processed(h, 6);
+      await sleep(1500); // past the lease: nothing comes back
+      assert.equal((await readSink(queen, sink)).length, 8);
+      assert.deepEqual(rows.map((r) => `${r.n}.${r.copy}`), ['1.1', '1.2', '2.1', '2.2', '4.1', '4.2', '5.1', '5.2']);
+      assert.deepEqual(rows.map((r) => r.allowed), [1, 2, 3, 4, 5, 6, 7, 8], 'the denied message\'s first copy left no state');
+      // a batch the filter empties entirely is acked too, not redelivered forever
+      await pushEvents(queen, src, 'p', [{ n: 9 }, { n: 12 }]);
+      await processed(h, 8, 10000);
+    } finally { await h.stop(); }
+  });
+
   await t.test('a runner killed mid-cycle and restarted: each window once', async () => {
     const src = uniq('crash'), sink = uniq('crash-out'), queryId = uniq('q');
     await queen.queue(src).config({ leaseTime: 2 }).create();
