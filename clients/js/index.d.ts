@@ -51,7 +51,8 @@ export class HttpClient {
 export interface FetchResult { partition: string; records: { offset: number; transactionId: string; payload: any; ts: string }[]; highWatermark: number; logStartOffset: number; nextOffset: number }
 export interface ChangedPartition { name: string; id: string; lastOffset: number; logStart: number; lastWriteAt: string | null }
 
-export class Consumer {
+export class Consumer implements PromiseLike<void> {
+  then<A = void, B = never>(onfulfilled?: ((value: void) => A | PromiseLike<A>) | null, onrejected?: ((reason: any) => B | PromiseLike<B>) | null): PromiseLike<A | B>;
   readonly done: Promise<void>;
   processed: number;
   stop(): Promise<void>;

@@ -278,6 +278,10 @@ export class Consumer {
 
   async stop() { this.ac.abort(); await this.done.catch(() => {}); }
 
+  // `await queue.consume(fn)` waits for the loop to end (a limit, the signal, stop()), as the
+  // earlier client's did
+  then(resolve, reject) { return this.done.then(resolve, reject); }
+
   async _run() {
     const { qb } = this;
     const queen = qb.queen;

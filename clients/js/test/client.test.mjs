@@ -37,6 +37,17 @@ test('broker client on the real broker', async (t) => {
     assert.deepEqual(seen, { a: [1, 2, 3], b: [1, 2, 3] });
     // a fresh pop of a group that consumed everything finds nothing
     assert.deepEqual(await queen.queue(q).group('a').wait(false).pop(), []);
+    // batch mode: the handler gets the array; `await consume()` ends with the limit
+    await queen.queue(q).push([{ data: { n: 5 } }, { data: { n: 6 } }]);
+    const batches = [];
+    await queen.queue(q).group('batchers').subscriptionMode('all').batch(10).timeoutMillis(500).limit(5)
+      .consume(async (ms) => { batches.push(ms.map((m) => m.data.n)); }, { each: false });
+    assert.deepEqual(batches.flat(), [1, 2, 3, 5, 6]);
+    // a handler that throws nacks: the message comes back (retryLimit 3)
+    let tries = 0;
+    await queen.queue(q).group('flaky').batch(1).timeoutMillis(500).limit(2)
+      .consume(async (m) => { tries++; if (tries === 1) throw new Error('boom'); assert.equal(m.data.n, 1); });
+    assert.equal(tries, 2);
     // renew
     await queen.queue(q).push([{ data: { n: 4 } }]);
     const [m] = await queen.queue(q).group('c').subscriptionMode('all').batch(1).wait(false).pop();
