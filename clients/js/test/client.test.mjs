@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { broker, uniq, waitFor, client, sleep } from './_broker.mjs';
-import { Queen, QueenHttpError } from '../index.js';
+import { Queen, QueenHttpError, Stream } from '../index.js';
 
 test('broker client on the real broker', async (t) => {
   const node = await broker(t);
@@ -148,4 +148,24 @@ test('broker client on the real broker', async (t) => {
     assert.equal((await b.acquire()).acquired, true);
     await b.release();
   });
+});
+
+test('bearer token: a node with JWT authentication takes the client\'s token, refuses none', async (t) => {
+  const { startQueen } = await import('../../../tests/integration/harness.mjs');
+  const { sign, nowS } = await import('../../../tests/integration/jwt.mjs');
+  const SECRET = 'sdk-js-bearer-secret-0123456789abcdef';
+  const node = await startQueen({ env: { JWT_ENABLED: 'true', JWT_SECRET: SECRET } });
+  t.after(() => node.stop());
+  const token = sign('HS256', SECRET, { exp: nowS() + 300, sub: 'sdk-js', role: 'admin' });
+  const q = uniq('auth');
+  const ok = new Queen({ url: node.url, bearerToken: token });
+  assert.equal((await ok.queue(q).push([{ data: 1 }]))[0].status, 'queued');
+  assert.equal((await ok.queue(q).wait(false).pop()).length, 1);
+  const none = new Queen({ url: node.url });
+  await assert.rejects(none.queue(q).push([{ data: 2 }]), (e) => e instanceof QueenHttpError && e.status === 401);
+  const h = await Stream.from(ok.queue(q)).map((m) => m.data).to(ok.queue(`${q}-out`)).run({ queryId: uniq('qa'), maxWait: 200 });
+  await ok.queue(q).push([{ data: 3 }]);
+  const got = await waitFor(async () => { const r = (await ok.queue(`${q}-out`).fetch({ partition: 'Default' })).records; return r.length >= 2 ? r : null; }, 10000, 'the stream to pass the records with the token');
+  assert.deepEqual(got.map((r) => r.payload), [{ value: 1 }, { value: 3 }]);
+  await h.stop();
 });
