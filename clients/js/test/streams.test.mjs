@@ -227,6 +227,54 @@ test('streams on the real broker', async (t) => {
     } finally { await h.stop(); }
   });
 
+  await t.test('a query started by the real 2.x Python runtime is resumed here: same config_hash, its open window continued', async () => {
+    const py = fileURLToPath(new URL('../../../build/venv/bin/python', import.meta.url));
+    const src = uniq('x-src'), sink = uniq('x-sink'), queryId = uniq('x-q');
+    await pushEvents(queen, src, 'p', [{ ts: 1000 }, { ts: 2000 }, { ts: 12000 }]);
+    const PY = `
+import asyncio, sys
+from queen import Queen
+from queen.streams import Stream
+url, src, sink, query = sys.argv[1:5]
+async def main():
+    q = Queen(url)
+    h = await (Stream.from_(q.queue(src))
+               .window_tumbling(seconds=10, event_time=lambda m: m["data"]["ts"], idle_flush_ms=0)
+               .aggregate({"count": lambda m: 1, "sum": lambda m: m["ts"]})
+               .to(q.queue(sink))
+               .run(query_id=query, url=url, batch_size=50, max_wait_millis=300, reset=True))
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        if h.metrics()["messagesTotal"] >= 3:
+            break
+    await h.stop()
+    print("python messages", h.metrics()["messagesTotal"])
+asyncio.run(main())
+`;
+    const out = await new Promise((resolve) => {
+      const p = spawn(py, ['-c', PY, node.url, src, sink, queryId], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      p.stdout.on('data', (d) => { text += d; });
+      p.stderr.on('data', (d) => { text += d; });
+      p.on('exit', (code) => resolve({ code, text }));
+    });
+    assert.equal(out.code, 0, out.text);
+    assert.match(out.text, /python messages 3/);
+    // the same chain in JS: no reset needed (a different hash would be a 409)
+    const h = await run(Stream.from(queen.queue(src))
+      .windowTumbling({ seconds: 10, eventTime: (m) => m.data.ts, idleFlushMs: 0 })
+      .aggregate({ count: () => 1, sum: (m) => m.ts })
+      .to(queen.queue(sink)), { queryId });
+    try {
+      await pushEvents(queen, src, 'p', [{ ts: 13000 }, { ts: 25000 }]);
+      const rows = await sinkPayloads(queen, sink, 2);
+      await sleep(500);
+      // [0,10) closed by Python; [10,20) opened by Python (12 s) and closed here at 25 s
+      assert.deepEqual((await readSink(queen, sink)).map((r) => r.payload).sort((a, b) => a.sum - b.sum), [{ count: 2, sum: 3000 }, { count: 2, sum: 25000 }]);
+      assert.equal(rows.length, 2);
+    } finally { await h.stop(); }
+  });
+
   await t.test('a changed chain under the same queryId is refused (409) until reset', async () => {
     const src = uniq('hash'), queryId = uniq('q');
     const a = await run(Stream.from(queen.queue(src)).map((m) => m).to(queen.queue(uniq('o'))), { queryId });
