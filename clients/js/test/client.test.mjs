@@ -30,7 +30,7 @@ test('broker client on the real broker', async (t) => {
     await queen.queue(q).push([{ data: { n: 1 } }, { data: { n: 2 } }, { data: { n: 3 } }]);
     const seen = { a: [], b: [] };
     for (const g of ['a', 'b']) {
-      const c = queen.queue(q).group(g).batch(10).timeoutMillis(500).limit(3).renewLease(true, 200)
+      const c = queen.queue(q).group(g).batch(10).each().timeoutMillis(500).limit(3).renewLease(true, 200)
         .consume(async (m) => { seen[g].push(m.data.n); await sleep(50); });
       await c.done;
     }
@@ -41,7 +41,7 @@ test('broker client on the real broker', async (t) => {
     await queen.queue(q).push([{ data: { n: 5 } }, { data: { n: 6 } }]);
     const batches = [];
     await queen.queue(q).group('batchers').subscriptionMode('all').batch(10).timeoutMillis(500).limit(5)
-      .consume(async (ms) => { batches.push(ms.map((m) => m.data.n)); }, { each: false });
+      .consume(async (ms) => { batches.push(ms.map((m) => m.data.n)); });
     assert.deepEqual(batches.flat(), [1, 2, 3, 5, 6]);
     // a handler that throws nacks: the message comes back (retryLimit 3)
     let tries = 0;
