@@ -157,6 +157,23 @@ test('streams on the real broker', async (t) => {
     } finally { await h.stop(); }
   });
 
+  // the runner waits for the push's last record before it flushes (and the broker's flush fence
+  // would refuse an early close too): one result with the full count
+  await t.test('processing time: one result per window while a push that shares its stamp is half consumed', async () => {
+    const src = uniq('tie'), sink = uniq('tie-out');
+    const h = await run(Stream.from(queen.queue(src)).map(async (m) => { await sleep(250); return m.data; })
+      .windowTumbling({ seconds: 1, idleFlushMs: 100 })
+      .aggregate({ count: () => 1, sum: (v) => v.n }).to(queen.queue(sink)), { queryId: uniq('q'), batchSize: 2 });
+    try {
+      await pushEvents(queen, src, 'p', [1, 2, 3, 4, 5, 6].map((n) => ({ n }))); // one stamp, three batches
+      await processed(h, 6);
+      const rows = await sinkPayloads(queen, sink, 1, 10000);
+      await sleep(800);
+      assert.deepEqual((await readSink(queen, sink)).map((r) => r.payload), [{ count: 6, sum: 21 }]);
+      assert.equal(rows.length, 1);
+    } finally { await h.stop(); }
+  });
+
   await t.test('gate: a deny keeps the lease, the tail comes back in order, the denied mutation is discarded', async () => {
     const src = uniq('gate'), sink = uniq('gate-out');
     await queen.queue(src).config({ leaseTime: 1 }).create();

@@ -380,7 +380,7 @@ export class Runner {
       for (const a of late.values()) emits.push({ value: red.finish(a.acc), ctx: { ...ctxOf(a.key, a.start, a.end), late: true } });
     }
     const last = msgs[msgs.length - 1];
-    const wmValue = { sourceAt: last.createdAt };
+    const wmValue = { sourceAt: last.createdAt, sourceTxn: last.transactionId };
     if (w.eventTimeFn && Number.isFinite(wm1)) wmValue.eventTimeMs = wm1;
     stateOps.push({ type: 'upsert', key: WM_KEY, value: wmValue });
     return { stateOps, emits };
@@ -519,6 +519,13 @@ export class Runner {
     const sourceUs = isoToUs(wmRow.sourceAt) ?? this.parts.get(pid)?.sourceUs ?? null;
     const lastWriteUs = isoToUs(pi.lastWriteAt);
     if (pi.lastOffset >= 0 && (sourceUs == null || lastWriteUs == null || sourceUs < lastWriteUs)) return; // records still to consume
+    if (pi.lastOffset >= 0 && sourceUs === lastWriteUs) {
+      // records of one push share their stamp, and a batch may have ended inside such a push:
+      // drained only if the partition's last record is the last one this query acked
+      const f = await this.http.request('POST', '/api/v1/fetch', { body: { entries: [{ queue: this.source, partition: name, offset: pi.lastOffset, maxBytes: 1 }], maxBytes: 1 } });
+      const rec = f?.entries?.[0]?.records?.[0];
+      if (!rec || rec.transactionId !== wmRow.sourceTxn) return;
+    }
     let clock;
     if (w.eventTimeFn) {
       if (typeof wmRow.eventTimeMs !== 'number') return;
