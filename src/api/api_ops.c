@@ -272,6 +272,8 @@ void api_metrics_prometheus(http_req *r)
     metric_help(&b, "queen_process_resident_memory_bytes", "gauge", "Resident memory of this process");
     metric_u64(&b, "queen_process_resident_memory_bytes", NULL, rss_bytes());
     http_server_render_metrics(a->http, &b);
+    if (a->proxy)
+        http_server_render_metrics(a->proxy, &b);
     const pusher_metrics *pm = pusher_get_metrics(a->push);
     metric_help(&b, "queen_push_records_total", "counter", "Records committed by push");
     metric_u64(&b, "queen_push_records_total", NULL, mc_get(&pm->records));
