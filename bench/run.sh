@@ -232,6 +232,14 @@ if want streams-tumbling-16p; then
   fi
 fi
 
+# Streams in JavaScript: the spec's JS example chain run by clients/js (bench/streams-js.mjs) over
+# 16 partitions, batchSize 50 and 500; source records/s
+if want streams-js-16p; then
+  echo
+  echo "streams-js-16p: the spec's JS example (clients/js) over a backlog of 16 partitions, batchSize 50 and 500"
+  node bench/streams-js.mjs --url "$url" --records "${STREAMS_JS_RECORDS:-32000}" | sed 's/^/  /'
+fi
+
 echo
 if [ -n "$pid" ]; then
   echo "broker RSS: $(( $(rss_kb) / 1024 )) MiB now, $(( $(hwm_kb) / 1024 )) MiB peak"

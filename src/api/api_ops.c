@@ -321,6 +321,8 @@ void api_metrics_prometheus(http_req *r)
     retention_render_metrics(a->retention, &b);
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
+    metric_help(&b, "queen_traces_deleted_total", "counter", "Message traces deleted after retention removed their records");
+    metric_u64(&b, "queen_traces_deleted_total", NULL, maint_traces_deleted(a->maint));
     render_kv_timer_metrics(a, &b);
     api_streams_prometheus(&b);
     if (a->auth)

@@ -138,6 +138,21 @@ void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
 void api_message_delete(http_req *r);
+/* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
+ * dead letter (api_dlq.c; docs/http-api.md). */
+void api_message_retry(http_req *r);
+/* Depth, partitions, the status and analytics pages, this node's metrics (api_dashboard.c). */
+void api_resources_queue_depth(http_req *r);
+void api_resources_partitions(http_req *r);
+void api_status_page(http_req *r);
+void api_status_analytics(http_req *r);
+void api_analytics_system_metrics(http_req *r);
+void api_analytics_worker_metrics(http_req *r);
+/* Traces (api_traces.c). */
+void api_trace_add(http_req *r);
+void api_trace_names(http_req *r);
+void api_traces_by_name(http_req *r);
+void api_traces_for_message(http_req *r);
 /* Appends the per-queue lag and dead-letter gauges to a Prometheus body and answers; `body`
  * is taken over. Without the database the gauges are left out (the rest still answers). */
 void api_metrics_lag_finish(http_req *r, buf *body);

@@ -52,6 +52,7 @@ static const shape SHAPES[] = {
     {"retention_v1", COLS(RETENTION_V1_COLUMNS)},
     {"partition_cleanup_v1", COLS(PARTITION_CLEANUP_V1_COLUMNS)},
     {"dedup_gc_v1", COLS(DEDUP_GC_V1_COLUMNS)},
+    {"trace_gc_v1", COLS(TRACE_GC_V1_COLUMNS)},
     {"tick_v1", COLS(TICK_V1_COLUMNS)},
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
