@@ -180,3 +180,24 @@ async def test_namespace_pops_stay_json(broker, client, qname, http):
         assert sorted(datas(got)) == ["a", "b"]
         assert all(len(m["partitionId"]) == 36 for m in got)  # the JSON answer's uuids
         assert (await f.ack(got[-1:], True))["success"] is True
+
+
+async def test_traces_from_a_framed_consumer(broker, client, qname):
+    await client.queue(qname).push([{"transactionId": f"t{i}", "data": {"i": i}} for i in range(2)])
+    answers = []
+
+    async def handler(msg):
+        answers.append(await msg["trace"]({"data": {"i": msg["data"]["i"]}, "traceName": "framed-" + qname}))
+
+    async with framed(broker) as f:
+        await asyncio.wait_for(f.queue(qname).limit(2).batch(1).wait(False).consume(handler), 30)
+        assert [a["success"] for a in answers] == [True, True], answers
+        listing = await f.admin.list_messages(queue=qname)
+        uuid_pid = next(m for m in listing["messages"] if m["transactionId"] == "t0")["partitionId"]
+        got = decode_pop_frames(raw_pop(broker, f"/api/v1/pop/queue/{qname}?wait=false&autoAck=true&consumerGroup=x"))
+        num_pid = got["partitionId"]
+        assert num_pid.isdigit()
+        # read back by either spelling of the partition
+        for pid in (uuid_pid, num_pid):
+            tr = await f.admin.get_traces_for_message(pid, "t0")
+            assert [t["data"] for t in tr["traces"]] == [{"i": 0}], pid
