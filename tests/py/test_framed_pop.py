@@ -201,3 +201,32 @@ async def test_traces_from_a_framed_consumer(broker, client, qname):
         for pid in (uuid_pid, num_pid):
             tr = await f.admin.get_traces_for_message(pid, "t0")
             assert [t["data"] for t in tr["traces"]] == [{"i": 0}], pid
+
+
+async def test_a_stream_on_a_framed_client(broker, client, qname):
+    from queen.streams import Stream
+
+    src, sink = qname, qname + ".out"
+    for p in ("a", "b"):
+        await client.queue(src).partition(p).push([{"data": {"amount": i + 1}} for i in range(3)])
+    async with framed(broker) as f:
+        h = await (Stream.from_(f.queue(src))
+                   .window_tumbling(seconds=1, grace_period=0.2, idle_flush_ms=300)
+                   .aggregate({"count": lambda m: 1, "sum": lambda m: m["amount"]})
+                   .to(f.queue(sink))
+                   .run(query_id=qname, url=broker.url, batch_size=50, max_wait_millis=300))
+        try:
+            rows = []
+            for _ in range(100):
+                got = await client.queue(sink).group("check").batch(100).wait(False).pop()
+                rows += [m["data"] for m in got]
+                if got:
+                    await client.ack(got, True, {"group": "check"})
+                if sum(r["count"] for r in rows) >= 6:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            await h.stop()
+        assert sum(r["count"] for r in rows) == 6 and sum(r["sum"] for r in rows) == 12, rows
+        m = h.metrics()
+        assert m["cyclesTotal"] >= 1 and not m.get("errorsTotal"), m
