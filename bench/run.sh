@@ -54,6 +54,8 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 echo
 
 rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
+# the broker process's own CPU (user + system, clock ticks; not PostgreSQL's): 0 without a pid
+cpu_ticks() { if [ -n "$pid" ]; then awk '{print $14 + $15}' /proc/$pid/stat; else echo 0; fi; }
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
 printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
@@ -128,8 +130,10 @@ fill() {
 consume() {
   local name=$1 conns=$2 mode=$3 queue=$4 note=$5
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
-  local out line
-  out=$(MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  local out line cpu0 cpu1
+  cpu0=$(cpu_ticks)
+  out=$(FRAMES=${FRAMES:-0} MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  cpu1=$(cpu_ticks)
   line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
   eval "$(sed 's/^RESULT //' <<<"$line")"
   local secs reqs msgs
@@ -139,11 +143,18 @@ consume() {
   local extra=""
   [ "$unreadable" -gt 0 ] && extra+="; answers not read as JSON: $unreadable"
   [ "$ackfail" -gt 0 ] && extra+="; acks refused: $ackfail"
+  if [ -n "$pid" ] && [ "$messages" -gt 0 ]; then
+    extra+="; broker CPU $(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v m="$messages" 'BEGIN {printf "%.2f", t / hz * 1e6 / m}') µs/msg"
+  fi
   printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty$extra"
 }
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+# the same pops answered QPF1 (frames=true, the 2.x client's framed_pop)
+if want pop-autoack-batch100-16conn-framed; then
+  fill bench_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-framed 16 autoack bench_popf "QPF1; "
+fi
 # pops that open every payload
 if want pop-autoack-batch100-16conn-sealed; then
   if encrypted bench_enc_pop; then
@@ -152,7 +163,18 @@ if want pop-autoack-batch100-16conn-sealed; then
     printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed
   fi
 fi
+if want pop-autoack-batch100-16conn-sealed-framed; then
+  if encrypted bench_enc_popf; then
+    fill bench_enc_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-sealed-framed 16 autoack bench_enc_popf "sealed, QPF1; "
+  else
+    printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed-framed
+  fi
+fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
+if want pop-ack-batch100-16conn-framed; then
+  fill bench_popackf $((duration + 2))
+  FRAMES=1 consume pop-ack-batch100-16conn-framed 16 ack bench_popackf "QPF1, acked by its u64 partitionId; req/s counts pops and acks; "
+fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
 # The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic
 # batches (put, incr of one of 100 shared counters, get); every write is a durable commit.

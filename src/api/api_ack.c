@@ -127,8 +127,8 @@ static int read_item(http_req *r, const json_doc *d, int t, int batch, uint32_t 
                           msg, ml);
         return -1;
     }
-    if (uuid_parse(s, len, &it->part) < 0) {
-        snprintf(msg, ml, "partitionId must be a UUID%s", batch ? " in every acknowledgment" : "");
+    if (api_partition_ref(s, len, &it->part) < 0) {
+        snprintf(msg, ml, "partitionId must be a UUID or a framed pop's decimal partition id%s", batch ? " in every acknowledgment" : "");
         return -1;
     }
     rc = api_str_field(r, d, t, "status", &it->status, &len);

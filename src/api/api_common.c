@@ -514,3 +514,23 @@ void res_json_str(buf *b, const PGresult *r, int row, int col)
     }
     jw_string(b, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
 }
+
+int api_partition_ref(const char *s, size_t n, uuid *out)
+{
+    if (uuid_parse(s, n, out) == 0)
+        return 0;
+    if (n == 0 || n > 19)
+        return -1;
+    uint64_t id = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        id = id * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (id == 0 || id > (uint64_t)INT64_MAX || (n > 1 && s[0] == '0'))
+        return -1;
+    memset(out->b, 0, 8);
+    for (int i = 0; i < 8; i++)
+        out->b[8 + i] = (uint8_t)(id >> (8 * (7 - i)));
+    return 0;
+}

@@ -37,7 +37,7 @@ static const char TRACE_INSERT_SQL[] =
     "p.next_offset "
     "FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) "
     "  AS i(id, tenant, part, txn, grp, ev, names, data) "
-    "JOIN queen.partitions p ON p.uuid = i.part JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = i.tenant "
+    "JOIN queen.partitions p ON p.uuid = queen.partition_uuid_v1(i.part) JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = i.tenant "
     "ORDER BY p.id FOR KEY SHARE OF p RETURNING id";
 
 /* $1 tenant, $2 partition uuid, $3 transactionId, $4 limit */
@@ -46,7 +46,7 @@ static const char TRACE_BY_RECORD_SQL[] =
     "(extract(epoch FROM t.created_at) * 1000000)::int8, array_to_json(t.trace_names)::text "
     "FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
     "JOIN queen.queues q ON q.id = p.queue_id "
-    "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid AND t.transaction_id = $3::text ORDER BY t.seq LIMIT $4::int8";
+    "WHERE p.uuid = queen.partition_uuid_v1($2::uuid) AND q.tenant_id = $1::uuid AND t.transaction_id = $3::text ORDER BY t.seq LIMIT $4::int8";
 
 /* $1 tenant, $2 name, $3 limit, $4 offset; newest first */
 static const char TRACE_BY_NAME_SQL[] =
@@ -291,8 +291,8 @@ void api_trace_add(http_req *r)
         goto out;
     }
     uuid pu;
-    if (rp != 1 || uuid_parse(part, part_len, &pu) < 0) {
-        http_respond_error(r, 400, "partitionId must be a UUID");
+    if (rp != 1 || api_partition_ref(part, part_len, &pu) < 0) {
+        http_respond_error(r, 400, "partitionId must be a UUID or a framed pop's decimal partition id");
         goto out;
     }
     int td = json_get(&d, 0, "data");
@@ -418,8 +418,8 @@ static void on_record_traces(api_query *q, PGresult *const *res)
 void api_traces_for_message(http_req *r)
 {
     uuid pu;
-    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
-        http_respond_bad_param(r, "partitionId", "partitionId must be a UUID");
+    if (api_partition_ref(r->params[0], r->param_lens[0], &pu) < 0) {
+        http_respond_bad_param(r, "partitionId", "partitionId must be a UUID or a framed pop's decimal partition id");
         return;
     }
     if (r->param_lens[1] > TRACE_TXN_MAX) {

@@ -199,8 +199,8 @@ static int read_ack(http_req *r, const json_doc *d, int t, uint32_t i, txn_op *o
         return -1;
     }
     rc = api_str_field(r, d, t, "partitionId", &s, &len);
-    if (rc <= 0 || uuid_parse(s, len, &op->part) < 0) {
-        snprintf(msg, ml, "operations[%u]: partitionId is required (a UUID)", i);
+    if (rc <= 0 || api_partition_ref(s, len, &op->part) < 0) {
+        snprintf(msg, ml, "operations[%u]: partitionId is required (a UUID, or a framed pop's decimal id)", i);
         return -1;
     }
     rc = api_str_field(r, d, t, "status", &op->status, &len);

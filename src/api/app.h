@@ -173,6 +173,11 @@ int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, siz
  * character (\u0000)", else `otherwise` (the route's own message for a missing or mistyped
  * field). Returns buf, filled. */
 const char *api_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n);
+
+/* An ack's partitionId: a partition UUID (the JSON answers'), or the decimal u64 partition id a
+ * framed pop (QPF1) gave, 1..2^63-1, passed on as the uuid 00000000-0000-0000-<id, 16 hex digits>
+ * that queen.ack_v1 resolves by id. 0, or -1 when it is neither. */
+int api_partition_ref(const char *s, size_t n, uuid *out);
 /* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);

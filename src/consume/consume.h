@@ -61,6 +61,7 @@ typedef struct popped_partition {
     const char *queue;       /* namespace pops: the queue of this claim (else NULL) */
     size_t queue_len;
     int more;                /* the partition holds records past `end` */
+    uint32_t attempt;        /* the delivery attempt: the cursor's retry count + 1 (failed acks) */
 } popped_partition;
 
 typedef void (*pop_record_fn)(void *arg, const popped_partition *p, const record_view *v, int64_t ts);

@@ -125,6 +125,7 @@ int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_parti
             cur.end = i64_at(res, i, POP_B);
             cur.lease_expires = i64_at(res, i, POP_C);
             cur.more = !PQgetisnull(res, i, POP_SEG_COUNT) && db_get_i32(res, i, POP_SEG_COUNT) == 1;
+            cur.attempt = PQgetisnull(res, i, POP_SEG_TS) ? 1 : (uint32_t)i64_at(res, i, POP_SEG_TS);
             /* pop_ns_v1's rows carry the queue of each claim */
             if (PQnfields(res) > POP_QNAME && !PQgetisnull(res, i, POP_QNAME)) {
                 cur.queue = PQgetvalue(res, i, POP_QNAME);

@@ -93,6 +93,7 @@ static const char *const INSIDE[] = {
     "now_us",           /* an expression in many statements */
     "queue_options_v1", /* a queue's effective options, inside the admin and timer statements */
     "group_lag_v1",     /* aggregated and filtered by the admin statements (admin_results.h) */
+    "partition_uuid_v1", /* a framed pop's u64 partition id as the uuid, inside the trace statements */
 };
 
 static embedded_pg g_emb;
