@@ -110,4 +110,33 @@ void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, in
  * bytes. */
 int kvw_required_failure(const char *sqlstate, const char *errmsg, char *reason, size_t rlen);
 
+/* ---- locks and semaphores: POST /api/v1/locks (queen.lock_ops_v1) ---- */
+
+enum lockw_kind { LOCKW_ACQUIRE = 0, LOCKW_RENEW = 1, LOCKW_RELEASE = 2, LOCKW_GET = 3, LOCKW_NKINDS };
+#define LOCKW_NAME_MAX_BYTES 256
+#define LOCKW_OWNER_MAX_BYTES 256
+#define LOCKW_LIMIT_MAX 1024
+/* an acquire may look at up to LOCKW_LIMIT_MAX slots: a call takes fewer ops than a KV batch */
+#define LOCKW_MAX_OPS 100
+
+typedef struct lockw_op {
+    int kind;           /* enum lockw_kind */
+    const char *name;   /* no '#', no control characters */
+    size_t name_len;
+    const char *owner;  /* NULL: minted by the broker (acquire) */
+    size_t owner_len;
+    int64_t ttl_s;      /* acquire, renew */
+    int32_t limit;      /* acquire: 1 = a lock */
+    int64_t token;      /* renew, release */
+    int has_slot;
+    int32_t slot;
+} lockw_op;
+
+/* The body {"operations": [op, ...]}: 0, or -1 with *why (codes lock_*). */
+int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_refusal *why);
+const char *lockw_kind_name(int kind);
+/* SELECT o_index, o_result FROM queen.lock_ops_v1($1 tenant, $2..$8 arrays): kv_ops_col rows */
+extern const char LOCK_OPS_SQL[];
+void lockw_params_build(const uint8_t tenant[16], const lockw_op *ops, int n, kvw_params *p);
+
 #endif

@@ -607,3 +607,84 @@ describe('POST /api/v1/kv (2.x)', () => {
     assert.deepEqual(p[0].value, { seq: 1 });
   });
 });
+
+// ---- locks and semaphores, POST /api/v1/locks (tests/py/test_locks.py drives them through the client) ----
+describe('POST /api/v1/locks', () => {
+  const locks = async (operations) => {
+    const r = await post(node.url, '/api/v1/locks', { operations });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.results.length, operations.length);
+    return r.json.results;
+  };
+
+  test('exactly one of many concurrent acquirers holds a lock; a semaphore gives out exactly its permits', async () => {
+    for (let round = 0; round < 4; round++) {
+      const all = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        locks([{ op: 'acquire', name: `race-${round}`, ttlSeconds: 30, owner: `o${i}` }])));
+      assert.equal(all.filter((x) => x[0].acquired).length, 1);
+      for (const x of all.filter((y) => !y[0].acquired)) assert.ok(['held', 'contended'].includes(x[0].reason));
+    }
+    const sem = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      locks([{ op: 'acquire', name: 'sem', ttlSeconds: 30, owner: `s${i}`, limit: 4 }])));
+    const won = sem.filter((x) => x[0].acquired).map((x) => x[0].slot).sort();
+    // a loser that only met permits being taken says contended; never more than four holders
+    assert.ok(won.length >= 1 && won.length <= 4, JSON.stringify(sem));
+    assert.equal(new Set(won).size, won.length);
+    const held = (await locks([{ op: 'get', name: 'sem' }]))[0];
+    assert.equal(held.holders.length, won.length);
+  });
+
+  test('ops are independent and in order: acquire, renew, release of one lock in one call', async () => {
+    const [acq] = await locks([{ op: 'acquire', name: 'seq', ttlSeconds: 30, owner: 'me' }]);
+    const res = await locks([
+      { op: 'renew', name: 'seq', token: acq.token, ttlSeconds: 30 },
+      { op: 'renew', name: 'seq', token: acq.token, ttlSeconds: 30 },
+      { op: 'get', name: 'seq' },
+    ]);
+    assert.equal(res[0].renewed, true);
+    assert.ok(res[0].token > acq.token);
+    assert.equal(res[1].renewed, false);
+    assert.equal(res[1].reason, 'lost');
+    assert.equal(res[2].holders[0].token, res[0].token);
+    assert.deepEqual(res[0].guard, { op: 'check', ns: 'queen-locks', key: 'seq#0', expect: res[0].token, required: true });
+    // the guard is a KV op: it holds in a KV batch until the permit changes
+    const g = await post(node.url, '/api/v1/kv', { operations: [res[0].guard] });
+    assert.equal(g.json.results[0].applied, true);
+    const [rel] = await locks([{ op: 'release', name: 'seq', token: res[0].token, slot: 0 }]);
+    assert.equal(rel.released, true);
+    const g2 = await post(node.url, '/api/v1/kv', { operations: [res[0].guard] });
+    assert.equal(g2.json.failedIndex, 0);
+    assert.equal(g2.json.results[0].reason, 'absent');
+  });
+
+  test('names with LIKE metacharacters stay their own lock', async () => {
+    await locks([{ op: 'acquire', name: 'a_b', ttlSeconds: 30 }, { op: 'acquire', name: 'a%', ttlSeconds: 30 }]);
+    const [g] = await locks([{ op: 'get', name: 'axb' }]);
+    assert.equal(g.held, false);
+    const [h] = await locks([{ op: 'get', name: 'a_b' }]);
+    assert.equal(h.holders.length, 1);
+  });
+
+  const refusals = [
+    [{}, 'lock_invalid_body', 'operations_missing'],
+    [{ operations: [], x: 1 }, 'lock_invalid_body', 'unknown_field'],
+    [{ operations: [{ op: 'acquire', name: 'n' }] }, 'lock_invalid_ttl', 'missing'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 0 }] }, 'lock_invalid_ttl', 'out_of_range'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, forever: true }] }, 'lock_unknown_field', 'unknown'],
+    [{ operations: [{ op: 'acquire', name: 'x'.repeat(257), ttlSeconds: 5 }] }, 'lock_invalid_name', 'name_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'a\nb', ttlSeconds: 5 }] }, 'lock_invalid_name', 'name_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, owner: '' }] }, 'lock_invalid_owner', 'owner_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, limit: 0 }] }, 'lock_invalid_limit', 'out_of_range'],
+    [{ operations: [{ op: 'release', name: 'n', token: 0 }] }, 'lock_invalid_token', 'not_positive'],
+    [{ operations: [{ op: 'release', name: 'n', token: 3, slot: -1 }] }, 'lock_invalid_slot', 'out_of_range'],
+    [{ operations: Array.from({ length: 101 }, () => ({ op: 'get', name: 'n' })) }, 'lock_limit_exceeded', 'too_many_ops'],
+  ];
+  for (const [body, code, reason] of refusals) {
+    test(`refused: ${JSON.stringify(body).slice(0, 90)}`, async () => {
+      const r = await post(node.url, '/api/v1/locks', body);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error, code, r.text);
+      assert.equal(r.json.reason, reason, r.text);
+    });
+  }
+});

@@ -55,6 +55,7 @@ static const shape SHAPES[] = {
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
     {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
+    {"lock_ops_v1", COLS(LOCK_OPS_V1_COLUMNS)},
     {"timers_fire_v2", COLS(TIMERS_FIRE_V2_COLUMNS)},
     {"timer_ops_v1", COLS(TIMER_OPS_V1_COLUMNS)},
     {"sink_clock_v1", COLS(SINK_CLOCK_V1_COLUMNS)},

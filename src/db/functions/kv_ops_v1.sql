@@ -18,7 +18,7 @@
 -- A failed op whose p_required is set rolls back everything this call wrote (a subtransaction);
 -- then with p_raise the call raises SQLSTATE QK001 (the caller's transaction is lost: the
 -- transaction rider), message 'kv_ops_v1: op <i from 1>: <reason>', detail the failed op's
--- verdict JSON; without p_raise it returns one row, o_index = -(i), o_result the verdict.
+-- verdict JSON (without its value past 3800 bytes: valueOmitted); without p_raise it returns one row, o_index = -(i), o_result the verdict.
 -- Otherwise one row per op: o_index from 0, o_result the op's result object (JSON text).
 CREATE OR REPLACE FUNCTION queen.kv_ops_v1(
     p_tenant uuid, p_raise boolean, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect bigint[],
@@ -267,7 +267,10 @@ BEGIN
     EXCEPTION WHEN SQLSTATE 'QK001' THEN
         -- everything this call wrote is rolled back with the block
         IF p_raise THEN
-            RAISE EXCEPTION 'kv_ops_v1: op %: %', f_idx, f_reason USING ERRCODE = 'QK001', DETAIL = f_res;
+            -- the detail is bounded (db_req.errdetail): a verdict with a big value drops the value
+            RAISE EXCEPTION 'kv_ops_v1: op %: %', f_idx, f_reason USING ERRCODE = 'QK001',
+                DETAIL = CASE WHEN octet_length(f_res) <= 3800 THEN f_res
+                              ELSE (f_res::jsonb - 'value' || '{"valueOmitted": true}'::jsonb)::text END;
         END IF;
         RETURN QUERY SELECT -f_idx, f_res;
         RETURN;
