@@ -16,8 +16,12 @@
 
 #include "api/app.h"
 #include "config/config.h"
+#include "consume/popbatch.h"
 #include "core/log.h"
 #include "core/timeutil.h"
+#include "core/uuid.h"
+#include "cp/cp.h"
+#include "cp/cpcfg.h"
 #include "crypto/seal.h"
 #include "db/embedded.h"
 #include "db/migrate.h"
@@ -69,7 +73,7 @@ static PGconn *connect_blocking(const queen_config *c, const char *conninfo, int
 static void on_pushed(void *arg, const uint8_t tenant[16], const char *queue, size_t qlen, uint64_t partition_id)
 {
     app *a = arg;
-    api_pop_hint(tenant, queue, qlen, partition_id);
+    pop_lanes_hint(tenant, queue, qlen, partition_id);
     notifier_changed(a->notify, tenant, queue, qlen);
 }
 
@@ -84,8 +88,8 @@ static void on_drain_check(uv_timer_t *t)
     app *a = t->data;
     /* a firing round in flight is let finish: cutting it only rolls it back, but letting it
      * commit saves the next node the work */
-    int busy = http_server_inflight(a->http) + pusher_inflight(a->push) + pusher_queued(a->push) +
-               timer_job_busy(a->timers);
+    int busy = http_server_inflight(a->http) + (a->proxy ? http_server_inflight(a->proxy) : 0) +
+               pusher_inflight(a->push) + pusher_queued(a->push) + timer_job_busy(a->timers);
     if (busy > 0 && mono_ms() < g_drain_deadline_ms)
         return;
     if (busy > 0)
@@ -109,12 +113,16 @@ static void on_signal(uv_signal_t *h, int sig)
     a->shutting_down = 1;
     log_info("shutdown", "signal %d: no longer accepting; answering requests in flight", sig);
     http_server_stop_accepting(a->http);
+    if (a->proxy)
+        http_server_stop_accepting(a->proxy);
+    cp_node_stop(a->cp);
     if (a->emb)
         embedded_supervise_stop(a->emb);
     maint_stop(a->maint);
     retention_stop(a->retention);
     /* parked long-polls answer now (empty), so the drain does not wait out their timeouts */
     waitq_close(a->wq);
+    waitq_close(a->eph_wq);
     notifier_stop(a->notify);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
@@ -131,8 +139,10 @@ int main(void)
 {
     static queen_config cfg;
     static auth_config acfg;
+    static cp_config cpcfg;
     char err[1024];
-    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0) {
+    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0 ||
+        cp_config_load(&cpcfg, env_get, cfg.port, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -168,6 +178,7 @@ int main(void)
 
     app *a = &g_app;
     a->cfg = &cfg;
+    a->cpcfg = &cpcfg;
     a->started_wall_us = wall_us();
     a->started_mono_us = mono_us();
     log_info("boot", "queen %s starting: node %s, port %lld, database %s", QUEEN_VERSION, cfg.node_id,
@@ -219,6 +230,8 @@ int main(void)
     a->retention = retention_new(a->loop, a->db, cfg.retention_interval_ms, cfg.eviction_interval_ms,
                                  cfg.retention_batch, cfg.partition_cleanup_days);
     a->wq = waitq_new(a->loop);
+    a->eph = eph_new(rand_u64(), cfg.ephemeral_max_bytes);
+    a->eph_wq = waitq_new(a->loop);
     a->notify = notifier_new(a->loop, a->db, conninfo, cfg.node_id, a->wq, cfg.db_statement_timeout_ms,
                              cfg.db_connect_timeout_ms);
     pusher_on_commit(a->push, on_pushed, a);
@@ -238,6 +251,19 @@ int main(void)
     api_register(a);
     if (http_server_listen(a->http) < 0)
         goto fail_loop;
+    if (cpcfg.enabled) {
+        /* the embedded proxy: the control plane and the clusters' data plane on a port of its own */
+        a->cp = cp_node_new(a->loop, a->db, cfg.node_id);
+        cp_node_start(a->cp);
+        http_server_opts po = ho;
+        po.port = (int)cpcfg.port;
+        a->proxy = http_server_new(a->loop, &po, a);
+        api_register_proxy(a, a->proxy);
+        if (http_server_listen(a->proxy) < 0)
+            goto fail_loop;
+        log_info("boot", "embedded proxy on port %lld: control plane under /api/cp/, clusters' data plane beside it",
+                 (long long)cpcfg.port);
+    }
     if (a->emb)
         embedded_supervise_start(a->emb, a->loop);
     if (sw.embedded) {
@@ -273,6 +299,8 @@ int main(void)
      * cannot dispose of a context with live connections. The process exits next. */
     s3_node_free(a->s3);
     a->s3 = NULL;
+    cp_node_free(a->cp);
+    a->cp = NULL;
     pusher_free(a->push);
     a->push = NULL;
     kv_reaper_free(a->kvr);
@@ -284,10 +312,12 @@ int main(void)
     }
     log_info("shutdown", "stopped");
     auth_config_free(&acfg);
+    cp_config_free(&cpcfg);
     config_free(&cfg);
     return 0;
 
 fail_loop:
+    cp_node_stop(a->cp);
     maint_stop(a->maint);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
@@ -300,6 +330,7 @@ fail_loop:
     a->s3 = NULL;
     auth_free(a->auth);
 fail:
+    cp_config_free(&cpcfg);
     s3_node_knobs_free(&knobs);
     s3_sink_config_free(&env_sink);
     if (a->emb) {

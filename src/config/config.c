@@ -201,6 +201,8 @@ static const cfg_opt broker_rows[] = {
      "It is how long in milliseconds boot waits for PostgreSQL to accept connections"},
     {"QUEEN_MAX_BODY_BYTES", NULL, CFG_INT, OFF(max_body_bytes), 64 << 20, 1024, 1 << 30, NULL, NULL, 0,
      "It is the largest request body accepted, in bytes; larger ones get 413"},
+    {"QUEEN_EPHEMERAL_MAX_BYTES", NULL, CFG_INT, OFF(ephemeral_max_bytes), 256ll << 20, 0, 64ll << 30, NULL, NULL, 0,
+     "It is how many bytes this node's ephemeral (RAM) queues may hold together; 0 = no node-wide limit"},
     {"QUEEN_DEDUP_WINDOW_SECONDS", NULL, CFG_INT, OFF(dedup_window_s), 86400, 1, 31536000, NULL, NULL, 0,
      "It is how long a producer's transactionId is remembered to answer duplicate"},
     {"QUEEN_PUSH_MAX_BATCH", NULL, CFG_INT, OFF(push_max_batch), 10000, 1, 1000000, NULL, NULL, 0,

@@ -58,6 +58,7 @@ typedef struct queen_config {
     int64_t boot_db_wait_ms;
 
     int64_t max_body_bytes;
+    int64_t ephemeral_max_bytes;
     int64_t dedup_window_s;
     int64_t push_max_batch;
     int64_t push_max_inflight;
