@@ -186,3 +186,21 @@ test('a kv-only bundle, and riders refused before anything runs', async () => {
   }
   assert.equal((await readQueue(node.url, 'dst-r3')).found, false);
 });
+
+test('a lost rider gate whose key holds a big value answers without the value', async () => {
+  const big = 'y'.repeat(10000);
+  await post(node.url, '/api/v1/kv', { operations: [{ op: 'put', ns: 'r4', key: 'big', value: big, forever: true }] });
+  const r = await post(node.url, '/api/v1/transaction', {
+    operations: [{ type: 'push', items: [{ queue: 'dst-r4', payload: 1 }] }],
+    kv: [{ op: 'check', ns: 'r4', key: 'big', expect: 0, required: true }],
+  });
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(r.json.reason, 'kv_precondition');
+  assert.equal(r.json.kvReason, 'exists');
+  assert.ok(r.json.version > 0);
+  assert.equal(r.json.value, null);
+  assert.equal((await readQueue(node.url, 'dst-r4')).found, false);
+  // the standalone batch answers the whole verdict
+  const s = await post(node.url, '/api/v1/kv', { operations: [{ op: 'check', ns: 'r4', key: 'big', expect: 0, required: true }] });
+  assert.equal(s.json.results[0].value, big);
+});
