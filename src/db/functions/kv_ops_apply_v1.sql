@@ -1,4 +1,4 @@
--- kv_ops_apply_v1: the body of queen.kv_ops_v1 (which see: the same parameters and rows), without
+-- kv_ops_apply_v1: the body of kv_ops_v1 (which see: the same parameters and rows), without
 -- the subtransaction: a lost required op raises QK001 ('kv_ops_v1: op <i>: <reason>', detail the
 -- verdict) and leaves the rollback to the caller. Called only by kv_ops_v1.
 CREATE OR REPLACE FUNCTION queen.kv_ops_apply_v1(
