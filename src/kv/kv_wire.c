@@ -357,7 +357,24 @@ static void add_bool(pgarray *a, int v)
     pgarray_add(a, &b, 1);
 }
 
+const char KV_OPS_APPLY_SQL[] =
+    "SELECT o_index, o_result FROM queen.kv_ops_apply_v1($1::uuid, $2::bool, $3::int4[], $4::text[], $5::text[], "
+    "$6::text[], $7::int8[], $8::bool[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::int4[], "
+    "$15::bool[], $16::int4[], $17::text[])";
+
+static void params_build(const uint8_t tenant[16], int raise, int ms, const kvw_op *ops, int n, kvw_params *p);
+
 void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, int n, kvw_params *p)
+{
+    params_build(tenant, raise, 0, ops, n, p);
+}
+
+void kvw_params_build_apply(const uint8_t tenant[16], const kvw_op *ops, int n, kvw_params *p)
+{
+    params_build(tenant, 0, 1, ops, n, p);
+}
+
+static void params_build(const uint8_t tenant[16], int raise, int ms, const kvw_op *ops, int n, kvw_params *p)
 {
     memset(p, 0, sizeof *p);
     static const uint32_t oids[NARR] = {OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_BOOL, OID_INT8, OID_INT8,
@@ -381,8 +398,10 @@ void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, in
         else
             pgarray_add_null(&p->arr[A_EXPECT]);
         add_bool(&p->arr[A_REQUIRED], o->required);
-        if (o->ttl_s > 0)
-            pgarray_add_i64(&p->arr[A_TTL], o->ttl_s);
+        if (ms && o->ttl_ms > 0)
+            pgarray_add_i64(&p->arr[A_TTL], o->ttl_ms);
+        else if (o->ttl_s > 0)
+            pgarray_add_i64(&p->arr[A_TTL], ms ? o->ttl_s * 1000 : o->ttl_s);
         else
             pgarray_add_null(&p->arr[A_TTL]);
         pgarray_add_i64(&p->arr[A_DELTA], o->delta);

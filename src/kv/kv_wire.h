@@ -53,6 +53,7 @@ typedef struct kvw_op {
     int required;
     int forever;          /* writes: exactly one of forever and ttl_s > 0 */
     int64_t ttl_s;
+    int64_t ttl_ms;       /* in-process callers (kv_batch_sync): the lifetime in ms instead */
     int64_t delta;        /* incr (default 1) */
     int has_min, has_max;
     int64_t min, max;
@@ -104,6 +105,11 @@ void kvw_params_free(kvw_params *p);
 extern const char KV_OPS_SQL[];
 #define KVW_SQLSTATE_REQUIRED "QK001"
 void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, int n, kvw_params *p);
+/* The body itself, queen.kv_ops_apply_v1, with lifetimes in ms (ttl_ms, else ttl_s * 1000):
+ * for a blocking connection's single statement, where a lost required op fails the statement
+ * (QK001, the verdict in PG_DIAG_MESSAGE_DETAIL) and so rolls it all back. */
+extern const char KV_OPS_APPLY_SQL[];
+void kvw_params_build_apply(const uint8_t tenant[16], const kvw_op *ops, int n, kvw_params *p);
 
 /* The failed op (from 1) and its reason named by a KVW_SQLSTATE_REQUIRED error's message
  * ("kv_ops_v1: op 3: version"); 0 when the message is not one. reason gets at most rlen - 1

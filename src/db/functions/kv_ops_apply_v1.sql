@@ -1,9 +1,11 @@
 -- kv_ops_apply_v1: the body of kv_ops_v1 (which see: the same parameters and rows), without
 -- the subtransaction: a lost required op raises QK001 ('kv_ops_v1: op <i>: <reason>', detail the
--- verdict) and leaves the rollback to the caller. Called only by kv_ops_v1.
+-- verdict) and leaves the rollback to the caller. Lifetimes are in milliseconds (p_ttl_ms; the
+-- wire's ttlSeconds times 1000). Called by kv_ops_v1, and directly by the S3 sink's blocking
+-- connection (kv_batch_sync: every fenced op required, so a lost fence fails the statement).
 CREATE OR REPLACE FUNCTION queen.kv_ops_apply_v1(
     p_tenant uuid, p_raise boolean, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect bigint[],
-    p_required boolean[], p_ttl_s bigint[], p_delta bigint[], p_min bigint[], p_max bigint[], p_after text[],
+    p_required boolean[], p_ttl_ms bigint[], p_delta bigint[], p_min bigint[], p_max bigint[], p_after text[],
     p_limit int[], p_keys_only boolean[], p_many_op int[], p_many_key text[])
 RETURNS TABLE (o_index int, o_result text)
 LANGUAGE plpgsql AS $$
@@ -98,7 +100,7 @@ BEGIN
             WHEN 1, 2 THEN
                 IF reason IS NULL THEN
                     v_newver := nextval('queen.kv_version_seq');
-                    v_newexp := CASE WHEN p_ttl_s[i] IS NOT NULL THEN v_now + p_ttl_s[i] * 1000000 END;
+                    v_newexp := CASE WHEN p_ttl_ms[i] IS NOT NULL THEN v_now + p_ttl_ms[i] * 1000 END;
                     UPDATE queen.kv x SET value = p_value[i], version = v_newver, expires_at = v_newexp,
                            updated_at = v_now
                      WHERE x.tenant_id = p_tenant AND x.namespace = p_ns[i] AND x.key = p_key[i];
@@ -137,7 +139,7 @@ BEGIN
                     v_newver := nextval('queen.kv_version_seq');
                     -- the TTL is create-only: a live counter keeps its window
                     v_newexp := CASE WHEN live THEN v_exp
-                                     WHEN p_ttl_s[i] IS NOT NULL THEN v_now + p_ttl_s[i] * 1000000 END;
+                                     WHEN p_ttl_ms[i] IS NOT NULL THEN v_now + p_ttl_ms[i] * 1000 END;
                     UPDATE queen.kv x SET value = v_next::text, version = v_newver, expires_at = v_newexp,
                            updated_at = v_now
                      WHERE x.tenant_id = p_tenant AND x.namespace = p_ns[i] AND x.key = p_key[i];

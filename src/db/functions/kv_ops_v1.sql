@@ -29,17 +29,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_msg text;
     v_det text;
+    v_ttl_ms bigint[] := ARRAY(SELECT u.t * 1000 FROM unnest(p_ttl_s) WITH ORDINALITY AS u(t, o) ORDER BY u.o);
 BEGIN
     -- the body is queen.kv_ops_apply_v1. A subtransaction is paid for only where a lost required
     -- op must be answered instead of raised: without p_raise, and with an op that is required
     IF p_raise OR NOT (true = ANY (p_required)) THEN
         RETURN QUERY SELECT * FROM queen.kv_ops_apply_v1(p_tenant, p_raise, p_kind, p_ns, p_key, p_value, p_expect,
-            p_required, p_ttl_s, p_delta, p_min, p_max, p_after, p_limit, p_keys_only, p_many_op, p_many_key);
+            p_required, v_ttl_ms, p_delta, p_min, p_max, p_after, p_limit, p_keys_only, p_many_op, p_many_key);
         RETURN;
     END IF;
     BEGIN
         RETURN QUERY SELECT * FROM queen.kv_ops_apply_v1(p_tenant, p_raise, p_kind, p_ns, p_key, p_value, p_expect,
-            p_required, p_ttl_s, p_delta, p_min, p_max, p_after, p_limit, p_keys_only, p_many_op, p_many_key);
+            p_required, v_ttl_ms, p_delta, p_min, p_max, p_after, p_limit, p_keys_only, p_many_op, p_many_key);
     EXCEPTION WHEN SQLSTATE 'QK001' THEN
         -- everything the call wrote is rolled back with the block
         GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT, v_det = PG_EXCEPTION_DETAIL;
