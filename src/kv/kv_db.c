@@ -225,7 +225,7 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
             out->res = res;
             rc = 0;
             for (int i = 0; i < n && rc == 0; i++)
-                if (read_result(PQgetvalue(res, i, KV_OPS_RESULT), (size_t)PQgetlength(res, i, KV_OPS_RESULT),
+                if (read_result(PQgetvalue(res, i, KV_OPS_APPLY_RESULT), (size_t)PQgetlength(res, i, KV_OPS_APPLY_RESULT),
                                 w[i].kind, &out->results[i]) < 0) {
                     snprintf(err, errlen, "kv_ops_apply_v1: result %d is not a JSON object", i);
                     rc = -1;
