@@ -208,6 +208,59 @@ run_kv() {
 
 run_kv kv-putifabsent-get-batch 16
 
+# The KV store on the 2.x wire (POST /api/v1/kv): a third each of putIfAbsent (fresh keys,
+# ttlSeconds), get (seeded keys) and 3-op batches (a required putIfAbsent gate, incr of one of
+# 100 shared counters, get). ops/s counts the ops inside batches (5 ops per 3 requests).
+run_kv2() {
+  local name=$1 conns=$2
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local seeds=1000 ops i probe
+  probe=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/api/v1/kv" -H 'content-type: application/json' \
+    -d '{"operations":[]}' || true)
+  if [ "$probe" != 200 ]; then
+    printf '%-36s skipped: POST /api/v1/kv answered %s: no 2.x KV\n' "$name" "$probe"
+    return 0
+  fi
+  ops=""
+  for ((i = 0; i < seeds; i++)); do ops+="${ops:+,}{\"op\":\"put\",\"ns\":\"bench2\",\"key\":\"seed-$i\",\"value\":{\"seed\":$i},\"forever\":true}"; done
+  curl -sf -X POST "$url/api/v1/kv" -H 'content-type: application/json' \
+    -d "{\"operations\":[$ops]}" >/dev/null || { echo "seeding the 2.x KV keys failed" >&2; return 1; }
+  RUN="w$$" SEEDS=$seeds wrk -t1 -c"$conns" -d2s -s bench/kv2.lua "$url" >/dev/null 2>&1 || true
+  local out line
+  out=$(RUN="m$$" SEEDS=$seeds wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/kv2.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs kvops
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+run_kv2 kv2-putifabsent-get-batch-required 16
+
+# Locks (POST /api/v1/locks): 16 holders, each cycling acquire → renew → release on its own
+# lock, one op per request (each a commit).
+run_locks() {
+  local name=$1 conns=$2
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local probe
+  probe=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/api/v1/locks" -H 'content-type: application/json' \
+    -d '{"operations":[]}' || true)
+  if [ "$probe" != 200 ]; then
+    printf '%-36s skipped: POST /api/v1/locks answered %s: no locks\n' "$name" "$probe"
+    return 0
+  fi
+  local out line
+  out=$(RUN="l$$" wrk -t"$conns" -c"$conns" -d"${duration}s" --latency -s bench/locks.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$reqs ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+run_locks locks-acquire-renew-release 16
+
 # 10,001 partitions with concurrent push and pop (explicit ack): first at a rate the broker
 # sustains (how long records wait because of scheduling), then unthrottled (with a backlog)
 if want partitions-10001; then

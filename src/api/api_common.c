@@ -60,6 +60,7 @@ void api_register_data_routes(app *a, http_server *s, int proxy)
     http_route(s, "POST", "/streams/v1/state/get", api_streams_state_get, ACCESS_READ_ONLY);
     /* KV store (docs/http-api.md#kv-store) */
     http_route(s, "POST", "/api/v1/kv", api_kv_ops, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/locks", api_locks, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/kv/batch", api_kv_batch, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/kv/:namespace", api_kv_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/kv/:namespace/:key", api_kv_get, ACCESS_READ_ONLY);

@@ -108,6 +108,7 @@ void api_kv_delete(http_req *r);
 void api_kv_incr(http_req *r);
 void api_kv_batch(http_req *r);
 void api_kv_ops(http_req *r); /* POST /api/v1/kv, the 2.x batch */
+void api_locks(http_req *r);  /* POST /api/v1/locks */
 void api_timer_ops(http_req *r);
 void api_timer_peek(http_req *r);
 void api_timer_cancel(http_req *r);

@@ -35,7 +35,15 @@ export const ROUTES = [
       { type: 'push', items: [{ queue: 'hq', partition: 'p', transactionId: 't2', payload: { b: 2 } }] },
       { type: 'ack', transactionId: 't1', partitionId: UUID, status: 'completed', consumerGroup: 'g', leaseId: UUID, error: 'e' }],
     requiredLeases: [UUID],
+    kv: [{ op: 'check', ns: 'ns', key: 'k', expect: 999999999, required: true }, { op: 'getMany', ns: 'ns', keys: ['k'] }],
   }],
+  ['POST', '/api/v1/kv', { operations: [
+    { op: 'put', ns: 'ns', key: 'k', value: { v: 1 }, ttlSeconds: 60, expect: 999999999, required: true },
+    { op: 'getMany', ns: 'ns', keys: ['k'] }, { op: 'getPrefix', ns: 'ns', prefix: 'k', after: 'a', limit: 5, keysOnly: true },
+    { op: 'incr', ns: 'ns', key: 'c', delta: 1, min: 0, max: 10, ttlSeconds: 60 }] }],
+  ['POST', '/api/v1/locks', { operations: [
+    { op: 'renew', name: 'hl', token: 999999999, ttlSeconds: 30, slot: 0, owner: 'o' },
+    { op: 'release', name: 'hl', token: 999999999, slot: 0 }, { op: 'get', name: 'hl' }] }],
   ['POST', '/api/v1/kv/batch', { namespace: 'ns', ops: [{ op: 'put', key: 'k', value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }] }],
   ['GET', '/api/v1/kv/:namespace'],
   ['GET', '/api/v1/kv/:namespace/:key'],

@@ -57,6 +57,8 @@ static const shape SHAPES[] = {
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
     {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
+    {"kv_ops_apply_v1", COLS(KV_OPS_APPLY_V1_COLUMNS)},
+    {"lock_ops_v1", COLS(LOCK_OPS_V1_COLUMNS)},
     {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
     {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
     {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
