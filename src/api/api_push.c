@@ -7,10 +7,7 @@
 #include "core/util.h"
 #include "core/uuid.h"
 #include "storage/logread.h"
-
-/* names are stored as PostgreSQL text: bounded, and no NUL byte */
-#define NAME_MAX_BYTES 255
-#define TXN_MAX_BYTES 255
+#include "storage/pushreq.h"
 
 void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix)
 {
@@ -73,87 +70,13 @@ void api_push_answer(push_req *pr)
     buf_free(&b);
 }
 
-/* Reads and validates one push item (the object at token `it`, index i of its array) into pi.
- * Strings are copied into the request arena; the payload stays a span of the body. On bad
- * input answers 400 and returns -1. */
+/* Reads one push item (storage/pushreq.h) or answers 400 and returns -1. */
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi)
 {
-    if (json_type_of(d, it) != JSON_OBJECT) {
-        http_respond_error(r, 400, "Each item must be an object (items[%u] is not)", i);
+    char msg[256];
+    if (push_item_read(&r->ar, d, it, i, pi, msg, sizeof msg) < 0) {
+        http_respond_error(r, 400, "%s", msg);
         return -1;
-    }
-    const char *s;
-    size_t len;
-    int rc = api_str_field(r, d, it, "queue", &s, &len);
-    if (rc == 0 || rc == -1) {
-        http_respond_error(r, 400, "Queue must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
-        http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
-                           NAME_MAX_BYTES, i);
-        return -1;
-    }
-    pi->queue = s;
-    pi->queue_len = (uint32_t)len;
-    rc = api_str_field(r, d, it, "partition", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "Partition must be a string");
-        return -1;
-    }
-    if (rc == 0) {
-        s = "Default";
-        len = 7;
-    }
-    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
-        http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
-                           NAME_MAX_BYTES, i);
-        return -1;
-    }
-    pi->partition = s;
-    pi->partition_len = (uint32_t)len;
-    rc = api_str_field(r, d, it, "transactionId", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "TransactionId must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
-        if (rc == API_STR_NUL || len > TXN_MAX_BYTES) {
-                http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
-                               TXN_MAX_BYTES, i);
-            return -1;
-        }
-        pi->txn = s;
-        pi->txn_len = (uint32_t)len;
-        pi->txn_producer = 1;
-    } else {
-        uuid u;
-        uuid_v7(&u);
-        char *t = arena_alloc(&r->ar, 37);
-        uuid_format(&u, t);
-        pi->txn = t;
-        pi->txn_len = 36;
-    }
-    rc = api_str_field(r, d, it, "traceId", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "TraceId must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
-        uuid u;
-        if (rc == API_STR_NUL || uuid_parse(s, len, &u) < 0) {
-                http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
-            return -1;
-        }
-        memcpy(pi->trace, u.b, 16);
-        pi->has_trace = 1;
-    }
-    int pl = json_get(d, it, "payload");
-    if (pl >= 0) {
-        size_t plen;
-        const char *raw = json_raw(d, pl, &plen);
-        pi->payload = raw;
-        pi->payload_len = (uint32_t)plen;
     }
     return 0;
 }

@@ -1,0 +1,29 @@
+/* ackreq.h — reading the acknowledgments of POST /api/v1/ack and /api/v1/ack/batch. Pure: no
+ * libuv, no libpq. */
+#ifndef QUEEN_CONSUME_ACKREQ_H
+#define QUEEN_CONSUME_ACKREQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/arena.h"
+#include "core/uuid.h"
+#include "json/json.h"
+
+typedef struct ack_item {
+    const char *txn;
+    size_t txn_len;
+    uuid part;
+    const char *status; /* "completed" when absent; ack_v1 checks the value */
+    int has_lease;
+    uuid lease;
+    const char *error;  /* NULL when absent */
+} ack_item;
+
+/* Reads the acknowledgment object at token t (index i of the batch's array; batch = 0 for a
+ * single ack, whose messages differ as the earlier release's do): transactionId and
+ * partitionId (a UUID) required, status, leaseId (a UUID), error optional. Strings are
+ * copied into ar. Returns 0, or -1 with the 400's message in msg. */
+int ack_item_read(arena *ar, const json_doc *d, int t, int batch, uint32_t i, ack_item *it, char *msg, size_t ml);
+
+#endif
