@@ -156,15 +156,20 @@ void api_ack(http_req *r)
         return;
     ack_item *it = arena_alloc(&r->ar, sizeof *it);
     memset(it, 0, sizeof *it);
+    qerr_detail err;
+    qerr e = ack_item_read(&r->ar, &d, 0, 0, 0, it, &err);
+    if (e != QERR_OK) {
+        json_doc_free(&d);
+        http_respond_qerr(r, e, &err);
+        return;
+    }
     char msg[256];
     const char *group = NULL;
     size_t gl;
-    int rc = 0;
-    if (ack_item_read(&r->ar, &d, 0, 0, 0, it, msg, sizeof msg) < 0 ||
-        ((rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl)) < 0 &&
-         api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg))) {
+    int rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl);
+    if (rc < 0) {
         json_doc_free(&d);
-        http_respond_error(r, 400, "%s", msg);
+        http_respond_error(r, 400, "%s", api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg));
         return;
     }
     json_doc_free(&d);
@@ -201,9 +206,11 @@ void api_ack_batch(http_req *r)
     memset(items, 0, n * sizeof *items);
     int t = json_first(&d, arr);
     for (uint32_t i = 0; i < n; i++, t = json_next(&d, t)) {
-        if (ack_item_read(&r->ar, &d, t, 1, i, &items[i], msg, sizeof msg) < 0) {
+        qerr_detail err;
+        qerr e = ack_item_read(&r->ar, &d, t, 1, i, &items[i], &err);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            http_respond_error(r, 400, "%s", msg);
+            http_respond_qerr(r, e, &err);
             return;
         }
     }

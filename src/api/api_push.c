@@ -73,9 +73,10 @@ void api_push_answer(push_req *pr)
 /* Reads one push item (storage/pushreq.h) or answers 400 and returns -1. */
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi)
 {
-    char msg[256];
-    if (push_item_read(&r->ar, d, it, i, pi, msg, sizeof msg) < 0) {
-        http_respond_error(r, 400, "%s", msg);
+    qerr_detail err;
+    qerr e = push_item_read(&r->ar, d, it, i, pi, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return -1;
     }
     return 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/qerr.h"
 #include "core/uuid.h"
 #include "json/json.h"
 
@@ -23,7 +24,7 @@ typedef struct ack_item {
 /* Reads the acknowledgment object at token t (index i of the batch's array; batch = 0 for a
  * single ack, whose messages differ as the earlier release's do): transactionId and
  * partitionId (a UUID) required, status, leaseId (a UUID), error optional. Strings are
- * copied into ar. Returns 0, or -1 with the 400's message in msg. */
-int ack_item_read(arena *ar, const json_doc *d, int t, int batch, uint32_t i, ack_item *it, char *msg, size_t ml);
+ * copied into ar. Returns QERR_OK, or QERR_BAD_INPUT with the sentence in err (core/qerr.h). */
+qerr ack_item_read(arena *ar, const json_doc *d, int t, int batch, uint32_t i, ack_item *it, qerr_detail *err);
 
 #endif

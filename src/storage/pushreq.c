@@ -6,52 +6,45 @@
 
 #include "core/uuid.h"
 
-int push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *pi, char *msg, size_t ml)
+qerr push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *pi, qerr_detail *err)
 {
     if (json_type_of(d, it) != JSON_OBJECT) {
-        snprintf(msg, ml, "Each item must be an object (items[%u] is not)", i);
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "Each item must be an object (items[%u] is not)", i);
     }
     const char *s;
     size_t len;
     int rc = json_str_field(ar, d, it, "queue", &s, &len);
     if (rc == 0 || rc == -1) {
-        snprintf(msg, ml, "Queue must be a string");
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "Queue must be a string");
     }
     if (rc == JSON_STR_NUL || len == 0 || len > PUSH_NAME_MAX_BYTES) {
-        snprintf(msg, ml, "Queue name must be 1 to %d bytes without NUL characters (items[%u])", PUSH_NAME_MAX_BYTES,
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "Queue name must be 1 to %d bytes without NUL characters (items[%u])", PUSH_NAME_MAX_BYTES,
                  i);
-        return -1;
     }
     pi->queue = s;
     pi->queue_len = (uint32_t)len;
     rc = json_str_field(ar, d, it, "partition", &s, &len);
     if (rc == -1) {
-        snprintf(msg, ml, "Partition must be a string");
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "Partition must be a string");
     }
     if (rc == 0) {
         s = "Default";
         len = 7;
     }
     if (rc == JSON_STR_NUL || len == 0 || len > PUSH_NAME_MAX_BYTES) {
-        snprintf(msg, ml, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
                  PUSH_NAME_MAX_BYTES, i);
-        return -1;
     }
     pi->partition = s;
     pi->partition_len = (uint32_t)len;
     rc = json_str_field(ar, d, it, "transactionId", &s, &len);
     if (rc == -1) {
-        snprintf(msg, ml, "TransactionId must be a string");
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "TransactionId must be a string");
     }
     if (rc == JSON_STR_NUL || (rc == 1 && len > 0)) {
         if (rc == JSON_STR_NUL || len > PUSH_TXN_MAX_BYTES) {
-            snprintf(msg, ml, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
                      PUSH_TXN_MAX_BYTES, i);
-            return -1;
         }
         pi->txn = s;
         pi->txn_len = (uint32_t)len;
@@ -66,14 +59,12 @@ int push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *
     }
     rc = json_str_field(ar, d, it, "traceId", &s, &len);
     if (rc == -1) {
-        snprintf(msg, ml, "TraceId must be a string");
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "TraceId must be a string");
     }
     if (rc == JSON_STR_NUL || (rc == 1 && len > 0)) {
         uuid u;
         if (rc == JSON_STR_NUL || uuid_parse(s, len, &u) < 0) {
-            snprintf(msg, ml, "TraceId must be a UUID (items[%u])", i);
-            return -1;
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "TraceId must be a UUID (items[%u])", i);
         }
         memcpy(pi->trace, u.b, 16);
         pi->has_trace = 1;
@@ -85,5 +76,5 @@ int push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *
         pi->payload = raw;
         pi->payload_len = (uint32_t)plen;
     }
-    return 0;
+    return QERR_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/qerr.h"
 #include "json/json.h"
 #include "pushenc.h"
 
@@ -17,8 +18,8 @@
 /* Reads and validates the item at token `it` (index i of its array) into pi: queue (required),
  * partition ("Default" when absent), transactionId (a UUIDv7 is generated when absent or
  * empty; a given one is the producer's and deduplicated), traceId (a UUID), payload (a span of
- * the body, any JSON). Strings are copied into ar. Returns 0, or -1 with the 400's message in
- * msg. */
-int push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *pi, char *msg, size_t ml);
+ * the body, any JSON). Strings are copied into ar. Returns QERR_OK, or QERR_BAD_INPUT with the
+ * sentence in err (core/qerr.h). */
+qerr push_item_read(arena *ar, const json_doc *d, int it, uint32_t i, push_item *pi, qerr_detail *err);
 
 #endif

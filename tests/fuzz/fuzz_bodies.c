@@ -53,9 +53,12 @@ static void pushes(const char *src, size_t size)
             for (int t = json_first(&d, items); i < d.toks[items].count; i++, t = json_next(&d, t)) {
                 push_item pi;
                 memset(&pi, 0, sizeof pi);
-                char msg[256] = "";
-                if (push_item_read(&ar, &d, t, i, &pi, msg, sizeof msg) < 0) {
-                    check_msg(msg, sizeof msg);
+                qerr_detail err;
+                memset(&err, 0, sizeof err);
+                qerr e = push_item_read(&ar, &d, t, i, &pi, &err);
+                CHECK(e == QERR_OK || e == QERR_BAD_INPUT);
+                if (e != QERR_OK) {
+                    check_msg(err.text, sizeof err.text);
                     continue;
                 }
                 CHECK(pi.queue_len >= 1 && pi.queue_len <= PUSH_NAME_MAX_BYTES && !memchr(pi.queue, 0, pi.queue_len));
@@ -77,9 +80,12 @@ static void ack_check(arena *ar, const json_doc *d, int t, int batch, uint32_t i
 {
     ack_item it;
     memset(&it, 0, sizeof it);
-    char msg[256] = "";
-    if (ack_item_read(ar, d, t, batch, i, &it, msg, sizeof msg) < 0) {
-        check_msg(msg, sizeof msg);
+    qerr_detail err;
+    memset(&err, 0, sizeof err);
+    qerr e = ack_item_read(ar, d, t, batch, i, &it, &err);
+    CHECK(e == QERR_OK || e == QERR_BAD_INPUT);
+    if (e != QERR_OK) {
+        check_msg(err.text, sizeof err.text);
         return;
     }
     CHECK(it.txn && strlen(it.txn) == it.txn_len);

@@ -20,7 +20,8 @@
 typedef struct fx {
     json_doc d;
     arena ar;
-    char msg[256];
+    qerr_detail err;
+    const char *msg; /* err.text */
 } fx;
 
 static void fx_parse(fx *f, const char *src, uint32_t depth)
@@ -45,8 +46,12 @@ static int push_one(fx *f, const char *src, push_item *pi)
     int items = json_get(&f->d, 0, "items");
     assert_true(items >= 0);
     memset(pi, 0, sizeof *pi);
-    f->msg[0] = '\0';
-    return push_item_read(&f->ar, &f->d, json_first(&f->d, items), 4, pi, f->msg, sizeof f->msg);
+    f->msg = f->err.text;
+    qerr e = push_item_read(&f->ar, &f->d, json_first(&f->d, items), 4, pi, &f->err);
+    assert_true(e == QERR_OK || e == QERR_BAD_INPUT);
+    if (e != QERR_OK)
+        assert_null(f->err.code); /* the generic code of a 400 */
+    return e == QERR_OK ? 0 : -1;
 }
 
 static void push_refused(const char *src, const char *want)
@@ -138,8 +143,10 @@ static int ack_one(fx *f, const char *src, int batch, ack_item *it)
 {
     fx_parse(f, src, 0);
     memset(it, 0, sizeof *it);
-    f->msg[0] = '\0';
-    return ack_item_read(&f->ar, &f->d, 0, batch, 2, it, f->msg, sizeof f->msg);
+    f->msg = f->err.text;
+    qerr e = ack_item_read(&f->ar, &f->d, 0, batch, 2, it, &f->err);
+    assert_true(e == QERR_OK || e == QERR_BAD_INPUT);
+    return e == QERR_OK ? 0 : -1;
 }
 
 static void ack_refused(const char *src, int batch, const char *want)
