@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answers.h"
 #include "app.h"
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -38,9 +39,7 @@ static void put_autopilot(buf *b, const pop_ctx *c, int delivered)
 {
     if (!c->sizing.autopilot)
         return;
-    buf_printf(b, ",\"autopilot\":{\"partitions\":%lld,\"batch\":%lld,\"waitMs\":%lld}",
-               (long long)c->sizing.partitions, (long long)c->sizing.batch,
-               (long long)pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
+    answer_pop_autopilot(b, 1, c->sizing.partitions, c->sizing.batch, pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
 }
 
 static void respond_empty(pop_ctx *c, int status, const char *error)
@@ -102,20 +101,11 @@ static void respond_messages(pop_ctx *c)
         respond_empty(c, 204, NULL);
         return;
     }
-    char lease[37] = "";
-    if (!c->job.args.auto_ack)
-        uuid_format(&c->lease, lease);
+    pop_answer pa = {c->job.args.queue, c->first_part, c->first_uuid, c->job.args.auto_ack ? NULL : &c->lease,
+                     c->job.args.group, c->job.claimed};
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"success\":true,\"queue\":");
-    jw_cstr(&b, c->job.args.queue);
-    buf_puts(&b, ",\"partition\":");
-    jw_cstr(&b, c->first_part);
-    buf_printf(&b, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", c->first_uuid, lease);
-    jw_cstr(&b, c->job.args.group);
-    buf_printf(&b, ",\"partitionsClaimed\":%d,\"messages\":[", c->job.claimed);
-    buf_append(&b, c->msgs.data, c->msgs.len);
-    buf_putc(&b, ']');
+    answer_pop_open(&b, &pa, c->msgs.data, c->msgs.len);
     put_autopilot(&b, c, 1);
     buf_putc(&b, '}');
     buf_free(&c->msgs);
@@ -143,47 +133,9 @@ static void on_record(pop_job *j, const popped_partition *p, const record_view *
                       size_t tl, const uuid *lease)
 {
     pop_ctx *c = (pop_ctx *)j;
-    int auto_ack = c->job.args.auto_ack;
-    char pu[37];
-    format_uuid_text(p->uuid, pu);
-    buf *b = &c->msgs;
     if (c->nmsgs++)
-        buf_putc(b, ',');
-    uuid mid;
-    uuid_message_id(p->id, v->offset, &mid);
-    char ms[37];
-    uuid_format(&mid, ms);
-    buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
-    jw_string(b, txn, tl);
-    buf_puts(b, ",\"traceId\":");
-    if (v->trace) {
-        char t[37];
-        format_uuid_text(v->trace, t);
-        jw_cstr(b, t);
-    } else {
-        buf_puts(b, "null");
-    }
-    buf_puts(b, ",\"data\":");
-    record_payload_json(b, v); /* the plaintext, or null and payloadError */
-    buf_puts(b, ",\"producerSub\":");
-    if (v->producer)
-        jw_string(b, v->producer, v->producer_len);
-    else
-        buf_puts(b, "null");
-    char created[32], ls[37] = "";
-    format_iso_us(ts, created);
-    if (!auto_ack)
-        uuid_format(lease, ls);
-    buf_printf(b, ",\"createdAt\":\"%s\",\"partitionId\":\"%s\",\"partition\":", created, pu);
-    jw_string(b, p->name, p->name_len);
-    buf_printf(b, ",\"leaseId\":\"%s\",\"consumerGroup\":", ls);
-    jw_cstr(b, c->job.args.group);
-    if (p->queue) {
-        /* a namespace pop spans queues: each message names its own */
-        buf_puts(b, ",\"queue\":");
-        jw_string(b, p->queue, p->queue_len);
-    }
-    buf_putc(b, '}');
+        buf_putc(&c->msgs, ',');
+    answer_pop_message(&c->msgs, p, v, ts, txn, tl, c->job.args.auto_ack ? NULL : lease, c->job.args.group);
 }
 
 static void on_deliver(pop_job *j)

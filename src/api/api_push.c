@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "answers.h"
 #include "app.h"
 #include "core/util.h"
 #include "core/uuid.h"
@@ -31,41 +32,7 @@ void api_push_answer(push_req *pr)
     }
     buf b;
     buf_init(&b, 0);
-    buf_putc(&b, '[');
-    for (uint32_t i = 0; i < pr->n; i++) {
-        push_item *it = &pr->items[i];
-        if (i)
-            buf_putc(&b, ',');
-        buf_puts(&b, "{\"index\":");
-        buf_put_u64(&b, i);
-        buf_puts(&b, ",\"transaction_id\":");
-        jw_string(&b, it->txn, it->txn_len);
-        buf_puts(&b, it->status == PUSH_DUPLICATE ? ",\"status\":\"duplicate\"" : ",\"status\":\"queued\"");
-        uuid mid;
-        uuid_message_id(it->partition_id, it->offset, &mid);
-        char ms[37];
-        uuid_format(&mid, ms);
-        buf_puts(&b, ",\"message_id\":");
-        jw_cstr(&b, ms);
-        if (it->status == PUSH_QUEUED) {
-            char pu[37];
-            format_uuid_text(it->partition_uuid, pu);
-            buf_puts(&b, ",\"partition_id\":");
-            jw_cstr(&b, pu);
-            buf_puts(&b, ",\"trace_id\":");
-            if (it->has_trace) {
-                char ts[37];
-                format_uuid_text(it->trace, ts);
-                jw_cstr(&b, ts);
-            } else {
-                buf_puts(&b, "null");
-            }
-        }
-        buf_puts(&b, ",\"queueName\":");
-        jw_string(&b, it->queue, it->queue_len);
-        buf_putc(&b, '}');
-    }
-    buf_putc(&b, ']');
+    answer_push(&b, pr);
     http_respond_json(r, 201, &b);
     buf_free(&b);
 }
