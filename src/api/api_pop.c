@@ -14,6 +14,7 @@
 #include "core/timeutil.h"
 #include "consume/autopilot.h"
 #include "consume/popbatch.h"
+#include "consume/popreq.h"
 #include "core/util.h"
 #include "storage/payload.h"
 
@@ -223,35 +224,6 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
 
 static const pop_job_ops POP_OPS = {on_claim, on_record, on_nothing, on_deliver, on_fail};
 
-/* "true"/"1"/"yes" (any case) → 1, "false"/"0"/"no" → 0, absent → def, else -1 */
-static int query_bool(http_req *r, const char *name, int def)
-{
-    const char *v = http_query(r, name);
-    if (!v || !*v)
-        return def;
-    size_t n = strlen(v);
-    if (ascii_ieq(v, n, "true") || ascii_ieq(v, n, "1") || ascii_ieq(v, n, "yes"))
-        return 1;
-    if (ascii_ieq(v, n, "false") || ascii_ieq(v, n, "0") || ascii_ieq(v, n, "no"))
-        return 0;
-    return -1;
-}
-
-/* integer in [lo, hi]; absent → def; bad → def with *ok = 0 */
-static int64_t query_int(http_req *r, const char *name, int64_t def, int64_t lo, int64_t hi, int *ok)
-{
-    const char *v = http_query(r, name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        *ok = 0;
-        return def;
-    }
-    return x;
-}
-
 /* conflation=true (last-value delivery) is not served yet. A pop asking for it is refused
  * without touching the queue: 400 when the request could never conflate (no consumer group,
  * or autoAck, as a broker with conflation refuses it), otherwise an empty 200 answer whose
@@ -293,62 +265,22 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     pa->partition = partition;
     pa->ns = ns;
     pa->task = task;
-    const char *g = http_query(r, "consumerGroup");
-    pa->group = g && *g ? g : QUEUE_MODE_GROUP;
-    int ok = 1;
-    /* the 2.x knobs: autopilot sizes what the client left unset (consume/autopilot.h) */
-    pop_sizing *sz = &c->sizing;
-    sz->autopilot = query_bool(r, "autopilot", 0);
-    int conflation = query_bool(r, "conflation", 0);
-    int frames = query_bool(r, "frames", 0); /* the framed answer is not served: JSON, the documented fallback */
-    if (sz->autopilot < 0 || conflation < 0 || frames < 0) {
-        http_respond_error_code(r, 400, "invalid_request", "autopilot, conflation and frames must be true or false");
+    pop_request pr;
+    memset(&pr, 0, sizeof pr);
+    pr.args = *pa;
+    pop_defaults def = {a->cfg->default_batch, a->cfg->default_timeout_ms, a->cfg->default_subscription_mode};
+    qerr_detail err;
+    qerr e = pop_request_read(&r->q, &def, &pr, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return;
     }
-    sz->batch = query_int(r, "batch", 0, 1, POP_MAX_BATCH, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "batch must be an integer between 1 and %d", POP_MAX_BATCH);
+    *pa = pr.args;
+    c->sizing = pr.sizing;
+    c->wait = pr.wait;
+    int64_t timeout = pr.timeout_ms;
+    if (pr.conflation && conflation_refused_or_respond(c, pr.has_group))
         return;
-    }
-    sz->partitions = partition ? 1 : query_int(r, "partitions", 0, 1, POP_MAX_PARTITIONS, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "partitions must be an integer between 1 and %d", POP_MAX_PARTITIONS);
-        return;
-    }
-    sz->batch_set = sz->batch > 0;
-    sz->partitions_set = sz->partitions > 0;
-    pop_size(sz, a->cfg->default_batch, POP_MAX_BATCH, POP_MAX_PARTITIONS);
-    pa->batch = sz->batch;
-    pa->max_partitions = sz->partitions;
-    int64_t timeout = query_int(r, "timeout", a->cfg->default_timeout_ms, 0, 3600000, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "timeout must be an integer number of milliseconds between 0 and 3600000");
-        return;
-    }
-    c->wait = query_bool(r, "wait", 0);
-    pa->auto_ack = query_bool(r, "autoAck", 0);
-    if (c->wait < 0 || pa->auto_ack < 0) {
-        http_respond_error(r, 400, "wait and autoAck must be true or false");
-        return;
-    }
-    if (conflation && conflation_refused_or_respond(c, g && *g))
-        return;
-    const char *mode = http_query(r, "subscriptionMode");
-    if ((!mode || !*mode) && (a->cfg->default_subscription_mode == 1 || a->cfg->default_subscription_mode == 2))
-        mode = "new";
-    const char *from = http_query(r, "subscriptionFrom");
-    if (from && *from) {
-        if (strcmp(from, "now") == 0) {
-            pa->sub_mode = "new";
-        } else if (parse_iso_us(from, strlen(from), &pa->sub_from) < 0) {
-            http_respond_error(r, 400, "subscriptionFrom must be 'now' or an ISO-8601 timestamp");
-            return;
-        }
-    }
-    /* "new" and its synonym "new-only" start at now; every other mode (all, from_beginning, ...)
-     * reads from the beginning, as the earlier release did */
-    if (mode && *mode && (ascii_ieq(mode, strlen(mode), "new") || ascii_ieq(mode, strlen(mode), "new-only")))
-        pa->sub_mode = "new";
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
     c->job.ops = &POP_OPS;
     c->job.db = a->db;
