@@ -34,7 +34,7 @@ FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust bench bench-sdk-rust clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust sdk-js bench bench-sdk-rust clean format release asan
 all: build/release/queen
 
 release: build/release/queen
@@ -115,12 +115,18 @@ test: test-deps
 	@$(MAKE) --no-print-directory integration
 	@$(MAKE) --no-print-directory py-integration
 	@$(MAKE) --no-print-directory sdk-rust
+	@$(MAKE) --no-print-directory sdk-js
 
 # the Rust SDK (clients/rust): cargo test and the spec's example against the sanitizer build
 # with its own PostgreSQL; cargo builds in clients/rust/target
 sdk-rust: build/asan/queen
 	@scripts/check-cargo.sh
 	@node clients/rust/scripts/test-with-broker.mjs
+
+# the JavaScript SDK (clients/js): tsc over index.d.ts, then node --test (unit tests, the
+# config_hash vectors, and the broker tests against the sanitizer build with its own PostgreSQL)
+sdk-js: build/asan/queen
+	@cd clients/js && node_modules/.bin/tsc -p tsconfig.json && node --test --test-concurrency=2 test/*.test.mjs
 
 run: deps
 	@$(MAKE) --no-print-directory build/release/queen

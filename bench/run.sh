@@ -78,6 +78,29 @@ run push-batch1-1conn 1 1 bench_b1c1
 run push-batch1-32conn 32 1 bench_b1c32
 run push-batch100-16conn 16 100 bench_b100c16
 
+# The same batches as the 2.x binary body (QPB1): flag 4 (transaction ids, all empty: the broker
+# mints them, as for push.lua's items) and flag 8 (each partition's messages framed and zstd-compressed
+# once by the producer, as the 2.x client's push_compression does). One body, sent again and again.
+run_bin() {
+  local name=$1 conns=$2 batch=$3 queue=$4 frames=$5
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local body out line
+  body=$(mktemp /tmp/queen-bench-qpb-XXXXXX)
+  QUEUE=$queue BATCH=$batch PARTS=10 FRAMES=$frames build/venv/bin/python bench/qpb_body.py "$body"
+  BODY_FILE=$body wrk -t1 -c"$conns" -d2s -s bench/push-binary.lua "$url" >/dev/null 2>&1 || true
+  out=$(BODY_FILE=$body wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push-binary.lua "$url" 2>&1)
+  rm -f "$body"
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs msgs
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  msgs=$(awk -v r="$requests" -v s="$secs" -v b="$batch" 'BEGIN {printf "%.0f", r*b/s}')
+  printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+run_bin push-qpb1-batch100-16conn 16 100 bench_qpb_b100c16 0
+run_bin push-qpb1-frames-batch100-16conn 16 100 bench_qpbz_b100c16 1
+
 # The same pushes to queues with encryptionEnabled: every payload sealed (AES-256-GCM) on the
 # way in, so the difference to the rows above is the cost of encryption at rest. Two parts: the
 # sealing itself (CPU on the loop), and what PostgreSQL no longer compresses (sealed bytes do

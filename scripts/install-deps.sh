@@ -205,6 +205,13 @@ if [ ! -f "$stamp" ] || ! cmp -s package-lock.json "$stamp"; then
   mkdir -p node_modules && cp package-lock.json "$stamp"
 fi
 
+# the JavaScript SDK's dev tools (clients/js: typescript, pinned by its own lockfile), the same way
+jsstamp=clients/js/node_modules/.queen-lock-stamp
+if [ ! -f "$jsstamp" ] || ! cmp -s clients/js/package-lock.json "$jsstamp"; then
+  (cd clients/js && npm ci --no-audit --no-fund) || die "npm ci in clients/js failed (above)"
+  mkdir -p clients/js/node_modules && cp clients/js/package-lock.json "$jsstamp"
+fi
+
 # the Python harness (tests/py): a venv of /usr/bin/python3, made only when missing or when the
 # pins changed
 venv=build/venv

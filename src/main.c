@@ -20,6 +20,8 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/uuid.h"
+#include "cp/cp.h"
+#include "cp/cpcfg.h"
 #include "crypto/seal.h"
 #include "db/embedded.h"
 #include "db/migrate.h"
@@ -86,8 +88,8 @@ static void on_drain_check(uv_timer_t *t)
     app *a = t->data;
     /* a firing round in flight is let finish: cutting it only rolls it back, but letting it
      * commit saves the next node the work */
-    int busy = http_server_inflight(a->http) + pusher_inflight(a->push) + pusher_queued(a->push) +
-               timer_job_busy(a->timers);
+    int busy = http_server_inflight(a->http) + (a->proxy ? http_server_inflight(a->proxy) : 0) +
+               pusher_inflight(a->push) + pusher_queued(a->push) + timer_job_busy(a->timers);
     if (busy > 0 && mono_ms() < g_drain_deadline_ms)
         return;
     if (busy > 0)
@@ -111,6 +113,9 @@ static void on_signal(uv_signal_t *h, int sig)
     a->shutting_down = 1;
     log_info("shutdown", "signal %d: no longer accepting; answering requests in flight", sig);
     http_server_stop_accepting(a->http);
+    if (a->proxy)
+        http_server_stop_accepting(a->proxy);
+    cp_node_stop(a->cp);
     if (a->emb)
         embedded_supervise_stop(a->emb);
     maint_stop(a->maint);
@@ -134,8 +139,10 @@ int main(void)
 {
     static queen_config cfg;
     static auth_config acfg;
+    static cp_config cpcfg;
     char err[1024];
-    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0) {
+    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0 ||
+        cp_config_load(&cpcfg, env_get, cfg.port, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -171,6 +178,7 @@ int main(void)
 
     app *a = &g_app;
     a->cfg = &cfg;
+    a->cpcfg = &cpcfg;
     a->started_wall_us = wall_us();
     a->started_mono_us = mono_us();
     log_info("boot", "queen %s starting: node %s, port %lld, database %s", QUEEN_VERSION, cfg.node_id,
@@ -243,6 +251,19 @@ int main(void)
     api_register(a);
     if (http_server_listen(a->http) < 0)
         goto fail_loop;
+    if (cpcfg.enabled) {
+        /* the embedded proxy: the control plane and the clusters' data plane on a port of its own */
+        a->cp = cp_node_new(a->loop, a->db, cfg.node_id);
+        cp_node_start(a->cp);
+        http_server_opts po = ho;
+        po.port = (int)cpcfg.port;
+        a->proxy = http_server_new(a->loop, &po, a);
+        api_register_proxy(a, a->proxy);
+        if (http_server_listen(a->proxy) < 0)
+            goto fail_loop;
+        log_info("boot", "embedded proxy on port %lld: control plane under /api/cp/, clusters' data plane beside it",
+                 (long long)cpcfg.port);
+    }
     if (a->emb)
         embedded_supervise_start(a->emb, a->loop);
     if (sw.embedded) {
@@ -278,6 +299,8 @@ int main(void)
      * cannot dispose of a context with live connections. The process exits next. */
     s3_node_free(a->s3);
     a->s3 = NULL;
+    cp_node_free(a->cp);
+    a->cp = NULL;
     pusher_free(a->push);
     a->push = NULL;
     kv_reaper_free(a->kvr);
@@ -289,10 +312,12 @@ int main(void)
     }
     log_info("shutdown", "stopped");
     auth_config_free(&acfg);
+    cp_config_free(&cpcfg);
     config_free(&cfg);
     return 0;
 
 fail_loop:
+    cp_node_stop(a->cp);
     maint_stop(a->maint);
     kv_reaper_stop(a->kvr);
     timer_job_stop(a->timers);
@@ -305,6 +330,7 @@ fail_loop:
     a->s3 = NULL;
     auth_free(a->auth);
 fail:
+    cp_config_free(&cpcfg);
     s3_node_knobs_free(&knobs);
     s3_sink_config_free(&env_sink);
     if (a->emb) {

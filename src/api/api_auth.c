@@ -52,7 +52,7 @@ static void on_tenant_row(api_query *q, PGresult *const *res)
 {
     (void)res;
     tenant_remember(q->http->tenant);
-    http_proceed(q->http);
+    api_cp_admit_proceed(q->http);
 }
 
 static enum auth_role role_needed(enum http_access a)
@@ -68,6 +68,7 @@ static enum auth_role role_needed(enum http_access a)
 typedef struct gate_ctx {
     http_req *http;
     enum http_access access;
+    int proxy;
 } gate_ctx;
 
 static void on_checked(void *arg, int status, const char *msg, const auth_claims *cl)
@@ -91,8 +92,12 @@ static void on_checked(void *arg, int status, const char *msg, const auth_claims
         memcpy(r->tenant, cl->tenant, 16);
     if (cl->sub)
         r->subject = arena_strndup(&r->ar, cl->sub, strlen(cl->sub));
+    if (g->proxy && !cp_by_tenant(((app *)r->app)->cp, r->tenant)) {
+        http_respond_error_code(r, 403, "forbidden", "the token's tenant is not a cluster of this control plane");
+        return;
+    }
     if (tenant_known(r->tenant)) {
-        http_proceed(r);
+        api_cp_admit_proceed(r);
         return;
     }
     api_query *q = api_query_new(r, on_tenant_row, NULL);
@@ -105,9 +110,16 @@ void api_auth_gate(http_req *r, enum http_access access)
 {
     app *a = r->app;
     if (!a->auth || access == ACCESS_PUBLIC || auth_skip_path(auth_cfg(a->auth), r->path)) {
+        /* the default tenant: never a cluster's, so admission has nothing to say */
         http_proceed(r);
         return;
     }
+    api_auth_jwt(r, access, 0);
+}
+
+void api_auth_jwt(http_req *r, enum http_access access, int proxy)
+{
+    app *a = r->app;
     const char *h = http_header(r, "authorization"), *tok;
     size_t len;
     if (!h || auth_bearer(h, &tok, &len) < 0) {
@@ -117,6 +129,7 @@ void api_auth_gate(http_req *r, enum http_access access)
     gate_ctx *g = arena_alloc(&r->ar, sizeof *g);
     g->http = r;
     g->access = access;
+    g->proxy = proxy;
     http_async(r);
     auth_check(a->auth, tok, len, on_checked, g);
 }

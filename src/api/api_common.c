@@ -17,10 +17,19 @@ void api_register(app *a)
 {
     http_server *s = a->http;
     http_server_set_gate(s, api_auth_gate);
+    api_register_data_routes(a, s, 0);
+}
+
+void api_register_data_routes(app *a, http_server *s, int proxy)
+{
+    (void)a;
     http_route(s, "GET", "/health", api_health, ACCESS_PUBLIC);
-    http_route(s, "GET", "/status", api_status, ACCESS_READ_ONLY);
-    http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);
-    http_route(s, "GET", "/metrics", api_metrics_json, ACCESS_PUBLIC);
+    if (!proxy) {
+        /* the node-wide views: every tenant's sinks, queues and series */
+        http_route(s, "GET", "/status", api_status, ACCESS_READ_ONLY);
+        http_route(s, "GET", "/metrics/prometheus", api_metrics_prometheus, ACCESS_PUBLIC);
+        http_route(s, "GET", "/metrics", api_metrics_json, ACCESS_PUBLIC);
+    }
     http_route(s, "POST", "/api/v1/push", api_push, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ephemeral/configure", api_eph_configure, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/ephemeral/reset", api_eph_reset, ACCESS_READ_WRITE);
@@ -41,7 +50,8 @@ void api_register(app *a)
     http_route(s, "POST", "/api/v1/lease/:leaseId/extend", api_lease_extend, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/transaction", api_transaction, ACCESS_READ_WRITE);
     /* streams (docs/streams.md): register and cycle read-write, state reads read-only, as the
-     * earlier release's route table; listing and reading queries read-only, dropping admin */
+     * earlier release's route table; listing and reading queries read-only, dropping one read-write
+     * (as a register with reset, which wipes the same state) */
     http_route(s, "POST", "/streams/v1/queries", api_streams_register, ACCESS_READ_WRITE);
     http_route(s, "GET", "/streams/v1/queries", api_streams_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/streams/v1/queries/:name", api_streams_get, ACCESS_READ_ONLY);
@@ -49,6 +59,7 @@ void api_register(app *a)
     http_route(s, "POST", "/streams/v1/cycle", api_streams_cycle, ACCESS_READ_WRITE);
     http_route(s, "POST", "/streams/v1/state/get", api_streams_state_get, ACCESS_READ_ONLY);
     /* KV store (docs/http-api.md#kv-store) */
+    http_route(s, "POST", "/api/v1/kv", api_kv_ops, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/kv/batch", api_kv_batch, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/kv/:namespace", api_kv_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/kv/:namespace/:key", api_kv_get, ACCESS_READ_ONLY);

@@ -6,6 +6,7 @@
 
 #include "app.h"
 #include "core/util.h"
+#include "kv/kv_wire.h"
 
 /* Serialization failures and deadlocks are retried this many times before answering 500;
  * inside the lock order neither should happen. */
@@ -381,5 +382,153 @@ void api_kv_list(http_req *r)
     if (db_submit(a->db, &c->dbr) < 0) {
         kv_params_free(&c->p);
         api_respond_db_error(r, &c->dbr);
+    }
+}
+
+/* ---- POST /api/v1/kv: the 2.x batch (src/kv/kv_wire.h, queen.kv_ops_v1) ---- */
+
+typedef struct kvw_ctx {
+    db_req dbr;
+    kvw_params p;
+    http_req *http;
+    kvw_op *ops;
+    int n;
+    int attempts;
+} kvw_ctx;
+
+static void kvw_respond_refused(http_req *r, const kvw_refusal *why)
+{
+    buf b;
+    buf_init(&b, 0);
+    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
+    if (why->index >= 0)
+        buf_printf(&b, ",\"index\":%d", why->index);
+    buf_putc(&b, '}');
+    http_respond_json(r, why->status, &b);
+    buf_free(&b);
+}
+
+static int kvw_submit(kvw_ctx *c);
+
+static void on_kvw(db_req *d)
+{
+    kvw_ctx *c = d->arg;
+    http_req *r = c->http;
+    app *a = r->app;
+    if (d->err != DB_OK || !d->res[0]) {
+        int retry = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retry && c->attempts < KV_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (kvw_submit(c) == 0)
+                return;
+        }
+        kvw_params_free(&c->p);
+        if (d->err == DB_SQL && strcmp(d->sqlstate, "54000") == 0)
+            http_respond_refusal(r, 400, "kv_limit_exceeded", "answer_too_large",
+                                 "the answer of this batch would carry more than %u bytes of values; split the batch",
+                                 KV_ANSWER_MAX_BYTES);
+        else
+            api_respond_db_refusal(r, d);
+        db_req_clear(d);
+        return;
+    }
+    kvw_params_free(&c->p);
+    PGresult *res = d->res[0];
+    int rows = PQntuples(res);
+    buf b;
+    buf_init(&b, 2 * (size_t)KV_ANSWER_MAX_BYTES);
+    mc_add(&a->kvm.batches, 1);
+    if (rows == 1 && db_get_i32(res, 0, KV_OPS_INDEX) < 0) {
+        /* a required op lost its precondition: nothing was applied. Its verdict at its place,
+         * every other op rolled back. */
+        int f = -db_get_i32(res, 0, KV_OPS_INDEX) - 1;
+        mc_add(&a->kvm.rolled_back, 1);
+        buf_puts(&b, "{\"results\":[");
+        for (int i = 0; i < c->n; i++) {
+            if (i)
+                buf_putc(&b, ',');
+            if (i == f)
+                buf_append(&b, PQgetvalue(res, 0, KV_OPS_RESULT), (size_t)PQgetlength(res, 0, KV_OPS_RESULT));
+            else
+                buf_printf(&b, "{\"applied\":false,\"%s\":false,\"reason\":\"rolled_back\"}",
+                           c->ops[i].kind == KVW_GET || c->ops[i].kind >= KVW_GET_MANY ? "found" : "rolledBack");
+        }
+        buf_printf(&b, "],\"rolledBack\":true,\"failedIndex\":%d}", f);
+    } else if (rows != c->n) {
+        http_respond_refusal(r, 500, "internal_error", NULL, "kv_ops_v1 answered %d rows for %d ops", rows, c->n);
+        db_req_clear(d);
+        buf_free(&b);
+        return;
+    } else {
+        buf_puts(&b, "{\"results\":[");
+        for (int i = 0; i < rows; i++) {
+            if (i)
+                buf_putc(&b, ',');
+            buf_append(&b, PQgetvalue(res, i, KV_OPS_RESULT), (size_t)PQgetlength(res, i, KV_OPS_RESULT));
+            mc_add(&a->kvm.ops[kvw_metric_slot(c->ops[i].kind)], 1);
+        }
+        buf_puts(&b, "]}");
+    }
+    db_req_clear(d);
+    if (b.overflow)
+        http_respond_refusal(r, 500, "internal_error", NULL, "the answer would exceed %u bytes; split the batch",
+                             2 * KV_ANSWER_MAX_BYTES);
+    else
+        http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static int kvw_submit(kvw_ctx *c)
+{
+    app *a = c->http->app;
+    c->attempts++;
+    kvw_params_free(&c->p);
+    kvw_params_build(c->http->tenant, 0, c->ops, c->n, &c->p);
+    memset(&c->dbr, 0, sizeof c->dbr);
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){KV_OPS_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
+    c->dbr.done = on_kvw;
+    c->dbr.arg = c;
+    return db_submit(a->db, &c->dbr);
+}
+
+void api_kv_ops(http_req *r)
+{
+    kvw_refusal why = {0};
+    if (!r->body || r->body_len == 0) {
+        http_respond_refusal(r, 400, "kv_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
+        return;
+    }
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    /* root(0) → operations(1) → op(2) → field values(3) → getMany's keys(4); a value's insides
+     * below that are validated, not tokenised */
+    json_opts o = {.token_depth = 4};
+    if (json_parse(&d, r->body, r->body_len, &o) < 0) {
+        http_respond_refusal(r, 400, "kv_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
+        json_doc_free(&d);
+        return;
+    }
+    kvw_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    int rc = kvw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    json_doc_free(&d);
+    if (rc < 0) {
+        kvw_respond_refused(r, &why);
+        return;
+    }
+    if (c->n == 0) {
+        buf b;
+        buf_init(&b, 0);
+        buf_puts(&b, "{\"results\":[]}");
+        http_respond_json(r, 200, &b);
+        buf_free(&b);
+        return;
+    }
+    http_async(r);
+    if (kvw_submit(c) < 0) {
+        kvw_params_free(&c->p);
+        api_respond_db_refusal(r, &c->dbr);
     }
 }

@@ -95,7 +95,7 @@ void api_health(http_req *r)
     }
 }
 
-static void status_body(http_req *r, PGresult *queues, const char *dberr)
+static void status_body(http_req *r, PGresult *queues, PGresult *streams, const char *dberr)
 {
     app *a = r->app;
     db_pool_stats ps;
@@ -154,7 +154,7 @@ static void status_body(http_req *r, PGresult *queues, const char *dberr)
     }
     /* this node's stream counters, of the request's tenant under auth (docs/streams.md) */
     buf_puts(&b, ",\"streams\":");
-    api_streams_status_json(&b, a->auth ? r->tenant : NULL);
+    api_streams_status_json(&b, a->auth ? r->tenant : NULL, streams);
     buf_putc(&b, '}');
     http_respond_json(r, 200, &b);
     buf_free(&b);
@@ -171,7 +171,9 @@ static void on_status(db_req *d)
         api_db_error_status(d, &status, &code, &dberr);
         api_log_db_error(c->http, d);
     }
-    status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL, dberr);
+    PGresult *sq = d->res[2];
+    status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL,
+                sq && PQresultStatus(sq) == PGRES_TUPLES_OK ? sq : NULL, dberr);
     db_req_clear(d);
 }
 
@@ -184,9 +186,11 @@ void api_status(http_req *r)
     /* the queues of the request's tenant only (another tenant's names are its data) */
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
-    c->dbr.nstmt = 2;
+    c->dbr.nstmt = 3;
     c->dbr.stmt[0] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
     c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
+    /* the tenant's streaming queries with their state rows (docs/streams.md) */
+    c->dbr.stmt[2] = (db_stmt){"SELECT * FROM queen.streams_state_rows_v1($1::uuid)", 1, c->values, NULL, NULL, 0};
     c->dbr.done = on_status;
     c->dbr.arg = c;
     http_async(r);
@@ -194,7 +198,7 @@ void api_status(http_req *r)
         int status;
         const char *code, *sentence;
         api_db_error_status(&c->dbr, &status, &code, &sentence);
-        status_body(r, NULL, sentence);
+        status_body(r, NULL, NULL, sentence);
     }
 }
 
@@ -214,7 +218,7 @@ static void render_kv_timer_metrics(app *a, buf *b)
 {
     char lab[64];
     metric_help(b, "queen_kv_ops_total", "counter", "KV operations that succeeded, by op");
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 8; i++) {
         snprintf(lab, sizeof lab, "op=\"%s\"", KV_METRIC_OP_NAMES[i]);
         metric_u64(b, "queen_kv_ops_total", lab, mc_get(&a->kvm.ops[i]));
     }
@@ -226,6 +230,9 @@ static void render_kv_timer_metrics(app *a, buf *b)
         snprintf(lab, sizeof lab, "reason=\"%s\"", kv_fail_reason((enum kv_fail)f));
         metric_u64(b, "queen_kv_precondition_failed_total", lab, mc_get(&a->kvm.failed[f]));
     }
+    metric_help(b, "queen_kv_rolled_back_total", "counter",
+                "2.x KV batches and riders rolled back because a required op lost its precondition");
+    metric_u64(b, "queen_kv_rolled_back_total", NULL, mc_get(&a->kvm.rolled_back));
     metric_help(b, "queen_kv_expired_reclaimed_total", "counter", "Expired KV keys deleted by this node");
     metric_u64(b, "queen_kv_expired_reclaimed_total", NULL, mc_get(&a->kvm.reclaimed));
     timer_metrics *tm = timer_job_metrics(a->timers);
@@ -339,6 +346,7 @@ void api_metrics_prometheus(http_req *r)
     /* the per-queue lag and dead-letter gauges come from one query (api_resources.c) */
     if (a->s3)
         s3_node_metrics(a->s3, &b);
+    cp_node_metrics(a->cp, &b);
     api_metrics_lag_finish(r, &b);
 }
 

@@ -6,10 +6,12 @@
  * its records stored like any other push; the producer's message ids are checked (version 7)
  * but not kept: a record's id is derived from its partition and offset (docs/storage.md,
  * "The binary push"). The answer is the JSON push's, or with flag 2 the counts only. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "app.h"
+#include "core/util.h"
 #include "core/uuid.h"
 #include "storage/qpb.h"
 
@@ -128,4 +130,137 @@ void api_push_binary(http_req *r)
     }
     http_async(r);
     pusher_submit(a->push, pr);
+}
+
+int api_txn_is_binary(http_req *r)
+{
+    const char *ct = http_header(r, "content-type");
+    if (ct) {
+        size_t n = strlen(QPB_CONTENT_TYPE);
+        while (*ct == ' ')
+            ct++;
+        if (strncasecmp(ct, QPB_CONTENT_TYPE, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
+            return 1;
+    }
+    return qtb_is(r->body, r->body_len);
+}
+
+/* The QTB1 body becomes the JSON transaction it stands for: the head's members, its operations,
+ * then one push operation per group (its messages in wire order), so the answer lists the
+ * head's operations first and the pushed messages after them, as the 2.x client expects. The
+ * request's body is replaced by that text; the JSON path does the rest (every rule, every
+ * rider). -1 when answered (a refusal). */
+int api_txn_binary_to_json(http_req *r)
+{
+    app *a = r->app;
+    if (!r->body || r->body_len == 0) {
+        http_respond_error_code(r, 400, "invalid_transaction_body", "Empty request body");
+        return -1;
+    }
+    const char *head;
+    size_t hlen;
+    uint8_t flags;
+    qpb_body body;
+    qpb_error e;
+    if (qtb_decode(r->body, r->body_len, (size_t)a->cfg->max_body_bytes, &r->ar, &head, &hlen, &flags, &body, &e) < 0) {
+        refuse(r, &e);
+        return -1;
+    }
+    if (flags & QPB_FLAG_COUNTS) {
+        http_respond_error_code(r, 400, "invalid_push_body",
+                                "binary transaction: flag 2 (counts instead of results) is not supported; send flags 0");
+        return -1;
+    }
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    json_opts o = {.token_depth = 2};
+    if (hlen == 0) {
+        head = "{}";
+        hlen = 2;
+    }
+    if (json_parse(&d, head, hlen, &o) < 0 || json_type_of(&d, 0) != JSON_OBJECT) {
+        http_respond_error_code(r, 400, "invalid_transaction_body", "binary transaction: the head must be a JSON object%s%s",
+                                d.err[0] ? ": " : "", d.err);
+        json_doc_free(&d);
+        return -1;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_putc(&b, '{');
+    int ops = -1, first = 1;
+    uint32_t cnt = d.toks[0].count;
+    int k = json_first(&d, 0);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(&d, json_next(&d, k))) {
+        if (json_str_eq(&d, k, "operations")) {
+            ops = k + 1;
+            continue;
+        }
+        size_t kl, vl;
+        const char *ks = json_raw(&d, k, &kl), *vs = json_raw(&d, k + 1, &vl);
+        if (!first)
+            buf_putc(&b, ',');
+        first = 0;
+        buf_append(&b, ks, kl);
+        buf_putc(&b, ':');
+        buf_append(&b, vs, vl);
+    }
+    if (ops >= 0 && json_type_of(&d, ops) != JSON_ARRAY && json_type_of(&d, ops) != JSON_NULL) {
+        buf_free(&b);
+        json_doc_free(&d);
+        http_respond_error_code(r, 400, "invalid_transaction_body", "binary transaction: the head's operations must be an array");
+        return -1;
+    }
+    if (!first)
+        buf_putc(&b, ',');
+    buf_puts(&b, "\"operations\":[");
+    int nop = 0;
+    if (ops >= 0 && json_type_of(&d, ops) == JSON_ARRAY) {
+        int op = json_first(&d, ops);
+        for (uint32_t i = 0; i < d.toks[ops].count; i++, op = json_next(&d, op)) {
+            size_t ol;
+            const char *os = json_raw(&d, op, &ol);
+            if (nop++)
+                buf_putc(&b, ',');
+            buf_append(&b, os, ol);
+        }
+    }
+    for (uint32_t i = 0; i < body.n; i++) {
+        const qpb_item *it = &body.items[i];
+        if (it->pos == 0) {
+            if (i)
+                buf_puts(&b, "]}");
+            if (nop++)
+                buf_putc(&b, ',');
+            buf_puts(&b, "{\"type\":\"push\",\"items\":[");
+        } else {
+            buf_putc(&b, ',');
+        }
+        buf_puts(&b, "{\"queue\":");
+        jw_string(&b, it->queue, it->queue_len);
+        buf_puts(&b, ",\"partition\":");
+        jw_string(&b, it->partition, it->partition_len);
+        if (it->txn_len) {
+            buf_puts(&b, ",\"transactionId\":");
+            jw_string(&b, it->txn, it->txn_len);
+        }
+        buf_puts(&b, ",\"payload\":");
+        buf_append(&b, it->payload, it->payload_len);
+        buf_putc(&b, '}');
+    }
+    if (body.n)
+        buf_puts(&b, "]}");
+    buf_puts(&b, "]}");
+    json_doc_free(&d);
+    if (b.overflow) {
+        buf_free(&b);
+        http_respond_error_code(r, 413, "payload_too_large", "binary transaction: too large once decoded");
+        return -1;
+    }
+    free(r->body);
+    r->body = xmalloc(b.len + 1);
+    memcpy(r->body, b.data, b.len);
+    r->body[b.len] = '\0';
+    r->body_len = b.len;
+    buf_free(&b);
+    return 0;
 }

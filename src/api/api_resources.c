@@ -542,6 +542,8 @@ static void on_lag_metrics(db_req *d)
         }
         buf_free(&l);
     }
+    if (d->err == DB_OK && d->res[1])
+        api_streams_prometheus_state(b, d->res[1]);
     db_req_clear(d);
     http_req *r = c->http;
     buf body = c->body;
@@ -559,8 +561,10 @@ void api_metrics_lag_finish(http_req *r, buf *body)
     buf_init(body, 0);
     snprintf(c->limit, sizeof c->limit, "%d", ADMIN_MAX_PAIRS);
     c->values[0] = c->limit;
-    c->dbr.nstmt = 1;
+    c->dbr.nstmt = 2;
     c->dbr.stmt[0] = (db_stmt){ADMIN_METRICS_LAG_SQL, 1, c->values, NULL, NULL, 1};
+    /* every tenant's streaming queries with their state rows: queen_stream_state_rows */
+    c->dbr.stmt[1] = (db_stmt){"SELECT * FROM queen.streams_state_rows_v1(NULL)", 0, NULL, NULL, NULL, 0};
     c->dbr.done = on_lag_metrics;
     c->dbr.arg = c;
     http_async(r);

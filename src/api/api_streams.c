@@ -16,12 +16,15 @@
 #include "core/util.h"
 
 #define NAME_MAX_BYTES 255
+#define STATE_KEY_MAX_BYTES 2048
 #include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "storage/logread.h"
 #include "streams/streams_results.h"
 
 /* ------------------------------------------------------------------ per-query counters */
+
+static void prom_label(buf *b, const void *sp);
 
 typedef struct stream_stat {
     uuid id;
@@ -73,23 +76,66 @@ static void json_stat(buf *b, const stream_stat *s)
                (unsigned long long)s->failed);
 }
 
-void api_streams_status_json(buf *b, const uint8_t tenant[16])
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows)
 {
     buf_printf(b, "{\"registers\":%llu,\"state_reads\":%llu,\"queries\":[", (unsigned long long)g_registers,
                (unsigned long long)g_state_gets);
     int n = 0;
-    for (uint32_t i = 0; i < g_nstats; i++) {
-        if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
-            continue;
-        if (n++)
-            buf_putc(b, ',');
-        json_stat(b, &g_stats[i]);
+    if (rows) {
+        /* every query of the tenant, from the database, with this node's counters */
+        for (int i = 0; i < PQntuples(rows); i++) {
+            uuid u;
+            if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &u) < 0)
+                continue;
+            stream_stat zero, *s = NULL;
+            for (uint32_t k = 0; k < g_nstats; k++)
+                if (memcmp(g_stats[k].id.b, u.b, 16) == 0)
+                    s = &g_stats[k];
+            if (!s) {
+                memset(&zero, 0, sizeof zero);
+                zero.id = u;
+                s = &zero;
+            }
+            snprintf(s->name, sizeof s->name, "%s", PQgetvalue(rows, i, SSR_NAME));
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, s);
+            b->len--; /* reopen the object */
+            buf_printf(b, ",\"state_rows\":%s}", PQgetvalue(rows, i, SSR_STATE_ROWS));
+        }
+    } else {
+        for (uint32_t i = 0; i < g_nstats; i++) {
+            if (tenant && memcmp(g_stats[i].tenant, tenant, 16) != 0)
+                continue;
+            if (n++)
+                buf_putc(b, ',');
+            json_stat(b, &g_stats[i]);
+            b->len--;
+            buf_puts(b, ",\"state_rows\":null}");
+        }
     }
     buf_puts(b, "]}");
 }
 
-static void prom_label(buf *b, const stream_stat *s)
+void api_streams_prometheus_state(buf *b, const PGresult *rows)
 {
+    buf_puts(b, "# HELP queen_stream_state_rows State rows of a streaming query (open windows, watermarks, gate state)\n"
+                "# TYPE queen_stream_state_rows gauge\n");
+    for (int i = 0; i < PQntuples(rows); i++) {
+        stream_stat s;
+        memset(&s, 0, sizeof s);
+        if (uuid_parse(PQgetvalue(rows, i, SSR_QUERY_ID), (size_t)PQgetlength(rows, i, SSR_QUERY_ID), &s.id) < 0)
+            continue;
+        snprintf(s.name, sizeof s.name, "%s", PQgetvalue(rows, i, SSR_NAME));
+        buf_puts(b, "queen_stream_state_rows");
+        prom_label(b, &s);
+        buf_printf(b, " %s\n", PQgetvalue(rows, i, SSR_STATE_ROWS));
+    }
+}
+
+static void prom_label(buf *b, const void *sp)
+{
+    const stream_stat *s = sp;
     char id[37];
     uuid_format(&s->id, id);
     buf_printf(b, "{query_id=\"%s\",query=\"", id);
@@ -696,10 +742,12 @@ void api_streams_state_get(http_req *r)
 
 #define CY_PARAMS 25
 #define CY_MAX_ATTEMPTS 5
+#define CY_BATCH_MAX 100
 
 typedef struct cy_ctx {
     http_req *http;
     app *a;
+    uint32_t elem;        /* index in an array body; 0 for an object body */
     uuid query, part;
     char tenant[37], query_s[37], part_s[37];
     const char *group;
@@ -707,6 +755,7 @@ typedef struct cy_ctx {
     uint32_t nops;
     push_req pr;
     push_enc enc;
+    int enc_init;
     int has_ack, release;
     const char *ack_txn, *ack_status, *ack_error;
     int has_lease;
@@ -721,11 +770,16 @@ typedef struct cy_ctx {
     int formats[CY_PARAMS];
     db_req dbr;
     int attempts, refusals, resubmits;
+    /* the element's answer (array bodies): set once it is final */
+    int done;
+    buf answer;
 } cy_ctx;
 
 static void cy_free(cy_ctx *c)
 {
-    push_enc_free(&c->enc);
+    if (c->enc_init)
+        push_enc_free(&c->enc);
+    c->enc_init = 0;
     for (int k = 0; k < 3; k++)
         pgarray_free(&c->ops[k]);
 }
@@ -741,109 +795,38 @@ static void cy_encode(cy_ctx *c)
     c->values[24] = c->replay ? "true" : "false";
 }
 
-static void cy_respond_failure(cy_ctx *c, const char *msg)
+static void cy_failure_json(const cy_ctx *c, buf *b, const char *msg)
 {
-    buf b;
-    buf_init(&b, 0);
-    buf_printf(&b, "{\"success\":false,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":null,"
-                   "\"state_ops_applied\":0,\"push_results\":[],\"ack_result\":null,\"error\":",
+    buf_printf(b, "{\"success\":false,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":null,"
+                  "\"state_ops_applied\":0,\"push_results\":[],\"ack_result\":null,\"error\":",
                c->query_s, c->part_s);
-    jw_cstr(&b, msg);
-    buf_putc(&b, '}');
-    http_respond_json(c->http, 200, &b);
-    buf_free(&b);
+    jw_cstr(b, msg);
+    buf_putc(b, '}');
 }
 
-static void cy_done(db_req *d)
+/* A cycle that failed: counted, answered (object body) or kept (array body). */
+static void cy_fail(cy_ctx *c, const char *sqlstate, const char *msg)
 {
-    cy_ctx *c = d->arg;
-    http_req *r = c->http;
-    PGresult *res = d->res[0];
-    stream_stat *st = stat_for(&c->query, r->tenant, NULL);
-    const push_group *refused = d->err == DB_SQL ? push_enc_refused(&c->enc, d->sqlstate, d->errmsg) : NULL;
-    if (refused) {
-        /* plaintext for a sink queue with encryptionEnabled: seal it and run the cycle again */
-        db_req_clear(d);
-        if (!seal_node_key()) {
-            char msg[400];
-            push_enc_no_key_error(refused, msg, sizeof msg);
-            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
-            cy_free(c);
-            return;
-        }
-        if (++c->refusals <= (int)c->enc.ngroups + 1) {
-            for (uint32_t i = 0; i < c->pr.n; i++)
-                if (c->pr.items[i].status != PUSH_DUPLICATE)
-                    c->pr.items[i].status = PUSH_PENDING;
-            cy_encode(c);
-            if (db_submit(c->a->db, d) == 0)
-                return;
-            api_respond_db_error(r, d);
-        } else {
-            http_respond_error(r, 500, "streams_cycle_v1 kept refusing sealed records as not sealed");
-        }
-        cy_free(c);
-        return;
-    }
-    if (d->err != DB_OK || !res) {
-        int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
-        if (retryable && ++c->attempts < CY_MAX_ATTEMPTS) {
-            db_req_clear(d);
-            if (db_submit(c->a->db, d) == 0)
-                return;
-        }
-        if (d->err == DB_SQL && strncmp(d->sqlstate, "QS", 2) == 0) {
-            if (st) {
-                if (strcmp(d->sqlstate, "QS001") == 0)
-                    st->aborted++;
-                else
-                    st->failed++;
-            }
-            cy_respond_failure(c, d->errmsg);
-        } else {
-            if (st)
-                st->failed++;
-            api_respond_db_error(r, d);
-        }
-        db_req_clear(d);
-        cy_free(c);
-        return;
-    }
-    int dups, full;
-    push_enc_apply(&c->enc, res, &dups, &full);
-    if (full) {
-        db_req_clear(d);
-        if (st)
+    stream_stat *st = stat_for(&c->query, c->http->tenant, NULL);
+    if (st) {
+        if (sqlstate && strcmp(sqlstate, "QS001") == 0)
+            st->aborted++;
+        else
             st->failed++;
-        cy_respond_failure(c, "PUSH operation failed: a sink queue is full (maxSize)");
-        cy_free(c);
-        return;
     }
-    if (dups) {
-        /* sink results already written (a retried cycle or flush, a second runner): they answer
-         * duplicate and the cycle runs again without them */
-        db_req_clear(d);
-        c->replay = 1;
-        if (++c->resubmits > (int)c->pr.n + 1) {
-            http_respond_error(r, 500, "streams_cycle_v1 kept finding duplicates");
-            cy_free(c);
-            return;
-        }
-        cy_encode(c);
-        if (db_submit(c->a->db, d) == 0)
-            return;
-        api_respond_db_error(r, d);
-        cy_free(c);
-        return;
-    }
+    cy_failure_json(c, &c->answer, msg);
+    c->done = 1;
+}
+
+/* The success answer of a committed cycle, from its summary row (row `i` of res), into c->answer. */
+static void cy_success(cy_ctx *c, PGresult *res, int i)
+{
     push_enc_settle(&c->pr);
     int applied = 0, flags = 0;
     int64_t acked = 0;
     const char *qname = NULL;
     int qlen = 0;
-    for (int i = 0; i < PQntuples(res); i++) {
-        if (db_get_i32(res, i, SCY_KIND) != SCY_ROW_SUMMARY)
-            continue;
+    if (i >= 0) {
         applied = db_get_i32(res, i, SCY_IDX);
         acked = db_get_i64(res, i, SCY_OFF);
         flags = (int)db_get_i64(res, i, SCY_TS);
@@ -852,15 +835,14 @@ static void cy_done(db_req *d)
             qlen = PQgetlength(res, i, SCY_QNAME);
         }
     }
-    buf b;
-    buf_init(&b, 0);
-    buf_printf(&b, "{\"success\":true,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":", c->query_s,
+    buf *b = &c->answer;
+    buf_printf(b, "{\"success\":true,\"query_id\":\"%s\",\"partition_id\":\"%s\",\"queueName\":", c->query_s,
                c->part_s);
     if (qname)
-        jw_string(&b, qname, (size_t)qlen);
+        jw_string(b, qname, (size_t)qlen);
     else
-        buf_puts(&b, "null");
-    buf_printf(&b, ",\"state_ops_applied\":%d,\"push_results\":[", applied);
+        buf_puts(b, "null");
+    buf_printf(b, ",\"state_ops_applied\":%d,\"push_results\":[", applied);
     uint64_t written = 0, dupn = 0;
     for (uint32_t j = 0; j < c->pr.n; j++) {
         push_item *it = &c->pr.items[j];
@@ -874,25 +856,26 @@ static void cy_done(db_req *d)
             dupn++;
         else
             written++;
-        buf_printf(&b, "%s{\"index\":%u,\"transaction_id\":", j ? "," : "", j);
-        jw_string(&b, it->txn, it->txn_len);
-        buf_printf(&b, ",\"status\":\"%s\",\"message_id\":\"%s\",\"partition_id\":\"%s\",\"offset\":%llu,\"queueName\":",
+        buf_printf(b, "%s{\"index\":%u,\"transaction_id\":", j ? "," : "", j);
+        jw_string(b, it->txn, it->txn_len);
+        buf_printf(b, ",\"status\":\"%s\",\"message_id\":\"%s\",\"partition_id\":\"%s\",\"offset\":%llu,\"queueName\":",
                    dup ? "duplicate" : "queued", ms, pu, (unsigned long long)it->offset);
-        jw_string(&b, it->queue, it->queue_len);
-        buf_putc(&b, '}');
+        jw_string(b, it->queue, it->queue_len);
+        buf_putc(b, '}');
     }
-    buf_puts(&b, "],\"ack_result\":");
+    buf_puts(b, "],\"ack_result\":");
     if (c->has_ack) {
-        buf_printf(&b, "{\"success\":true,\"count\":%lld,\"lease_released\":%s,\"dlq\":%s", (long long)acked,
+        buf_printf(b, "{\"success\":true,\"count\":%lld,\"lease_released\":%s,\"dlq\":%s", (long long)acked,
                    (flags & SCY_LEASE_RELEASED) ? "true" : "false", (flags & SCY_DLQ) ? "true" : "false");
         if (c->has_count)
-            buf_printf(&b, ",\"count_requested\":%lld,\"count_matched\":%s", (long long)c->count,
+            buf_printf(b, ",\"count_requested\":%lld,\"count_matched\":%s", (long long)c->count,
                        (flags & SCY_COUNT_DIFFERS) ? "false" : "true");
-        buf_putc(&b, '}');
+        buf_putc(b, '}');
     } else {
-        buf_puts(&b, "null");
+        buf_puts(b, "null");
     }
-    buf_printf(&b, ",\"replay\":%s}", (c->replay || (flags & SCY_REPLAY)) ? "true" : "false");
+    buf_printf(b, ",\"replay\":%s}", (c->replay || (flags & SCY_REPLAY)) ? "true" : "false");
+    stream_stat *st = stat_for(&c->query, c->http->tenant, NULL);
     if (st) {
         if (c->has_ack)
             st->cycles++;
@@ -906,15 +889,165 @@ static void cy_done(db_req *d)
     for (uint32_t g = 0; g < c->enc.ngroups; g++)
         notifier_changed(c->a->notify, c->enc.groups[g].tenant, c->enc.groups[g].queue, c->enc.groups[g].queue_len);
     if (c->has_ack && qname)
-        notifier_changed(c->a->notify, r->tenant, qname, (size_t)qlen);
+        notifier_changed(c->a->notify, c->http->tenant, qname, (size_t)qlen);
+    c->done = 1;
+}
+
+/* After a QE001 refusal of the element's pushes: 1 when they are sealed now and the cycle must
+ * run again; 0 when it failed for good (answered in c->answer). */
+static int cy_sealed_again(cy_ctx *c, const push_group *refused)
+{
+    if (!seal_node_key()) {
+        char msg[400];
+        push_enc_no_key_error(refused, msg, sizeof msg);
+        cy_fail(c, NULL, msg);
+        return 0;
+    }
+    if (++c->refusals > (int)c->enc.ngroups + 1) {
+        cy_fail(c, NULL, "streams_cycle_v1 kept refusing sealed records as not sealed");
+        return 0;
+    }
+    for (uint32_t i = 0; i < c->pr.n; i++)
+        if (c->pr.items[i].status != PUSH_DUPLICATE)
+            c->pr.items[i].status = PUSH_PENDING;
+    return 1;
+}
+
+/* Applies the element's push rows; 1 when it must run again (duplicates found: they answer
+ * duplicate and the cycle runs without them), 0 when final (c->answer set) */
+static int cy_apply(cy_ctx *c, PGresult *res, int col, int32_t val, int summary_row)
+{
+    int dups, full;
+    push_enc_apply_where(&c->enc, res, col, val, &dups, &full);
+    if (full) {
+        cy_fail(c, NULL, "PUSH operation failed: a sink queue is full (maxSize)");
+        return 0;
+    }
+    if (dups) {
+        c->replay = 1;
+        if (++c->resubmits > (int)c->pr.n + 1) {
+            cy_fail(c, NULL, "streams_cycle_v1 kept finding duplicates");
+            return 0;
+        }
+        return 1;
+    }
+    cy_success(c, res, summary_row);
+    return 0;
+}
+
+static void cy_released(db_req *d)
+{
+    cy_ctx *c = d->arg;
+    if (d->err != DB_OK)
+        api_log_db_error(c->http, d);
+    db_req_clear(d);
+    http_respond_json(c->http, 200, &c->answer);
+    buf_free(&c->answer);
+    cy_free(c);
+}
+
+static void cy_release(cy_ctx *c)
+{
+    c->values[0] = c->tenant;
+    c->values[1] = c->group;
+    c->values[2] = c->part_s;
+    c->values[3] = c->ack_txn;
+    c->values[4] = c->lease_s;
+    for (int k = 0; k < 5; k++) {
+        c->lengths[k] = 0;
+        c->formats[k] = 0;
+    }
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.ack_v1($1::uuid, $2, ARRAY[$3::uuid], ARRAY[$4], ARRAY['retry'], "
+                               "ARRAY[$5::uuid], ARRAY[NULL::text])",
+                               5, c->values, c->lengths, c->formats, 0};
+    c->dbr.done = cy_released;
+    c->dbr.arg = c;
+    if (db_submit(c->a->db, &c->dbr) < 0) {
+        db_req_clear(&c->dbr);
+        http_respond_json(c->http, 200, &c->answer);
+        buf_free(&c->answer);
+        cy_free(c);
+    }
+}
+
+static void cy_done(db_req *d)
+{
+    cy_ctx *c = d->arg;
+    http_req *r = c->http;
+    PGresult *res = d->res[0];
+    const push_group *refused = d->err == DB_SQL ? push_enc_refused(&c->enc, d->sqlstate, d->errmsg) : NULL;
+    if (refused) {
+        /* plaintext for a sink queue with encryptionEnabled: seal it and run the cycle again */
+        db_req_clear(d);
+        if (!seal_node_key()) {
+            char msg[400];
+            push_enc_no_key_error(refused, msg, sizeof msg);
+            http_respond_error(r, PUSH_NO_KEY_STATUS, "%s", msg);
+        } else if (cy_sealed_again(c, refused)) {
+            cy_encode(c);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+            api_respond_db_error(r, d);
+        } else {
+            http_respond_error(r, 500, "streams_cycle_v1 kept refusing sealed records as not sealed");
+        }
+        buf_free(&c->answer);
+        cy_free(c);
+        return;
+    }
+    if (d->err != DB_OK || !res) {
+        int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retryable && ++c->attempts < CY_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (db_submit(c->a->db, d) == 0)
+                return;
+        }
+        if (d->err == DB_SQL && strcmp(d->sqlstate, "QS005") == 0 && c->has_ack && c->has_lease) {
+            /* stale state: the batch must be folded again from the rows as they are now;
+             * release the lease (a retry, nothing counted) so it comes back at once rather
+             * than when the lease expires */
+            cy_fail(c, d->sqlstate, d->errmsg);
+            db_req_clear(d);
+            cy_release(c);
+            return;
+        }
+        if (d->err == DB_SQL && strncmp(d->sqlstate, "QS", 2) == 0) {
+            cy_fail(c, d->sqlstate, d->errmsg);
+            http_respond_json(r, 200, &c->answer);
+        } else {
+            stream_stat *st = stat_for(&c->query, r->tenant, NULL);
+            if (st)
+                st->failed++;
+            api_respond_db_error(r, d);
+        }
+        db_req_clear(d);
+        buf_free(&c->answer);
+        cy_free(c);
+        return;
+    }
+    int summary = -1;
+    for (int i = 0; i < PQntuples(res); i++)
+        if (db_get_i32(res, i, SCY_KIND) == SCY_ROW_SUMMARY)
+            summary = i;
+    if (cy_apply(c, res, -1, 0, summary)) {
+        db_req_clear(d);
+        cy_encode(c);
+        if (db_submit(c->a->db, d) == 0)
+            return;
+        api_respond_db_error(r, d);
+        buf_free(&c->answer);
+        cy_free(c);
+        return;
+    }
     db_req_clear(d);
     cy_free(c);
-    http_respond_json(r, 200, &b);
-    buf_free(&b);
+    http_respond_json(r, 200, &c->answer);
+    buf_free(&c->answer);
 }
 
 /* The transactionId of sink item `index` without one of its own: a cycle with an ack derives
- * it from the acked source record (a retry of that cycle re-derives the same ids), a flush
+ * it from its lease and the acked source record (a retry of that cycle re-derives the same ids), a flush
  * from the state rows it closes and the item's payload (a retried flush, or a second runner
  * flushing the same rows, derives the same ids; a window re-created later by new records
  * has another payload). */
@@ -958,82 +1091,87 @@ static const char KV_REASON[] =
     "spaces while blocking on an advisory lock. Use state_ops for state atomic with the cycle; emit onto a queue and "
     "schedule the timer (or the KV write) in that queue's consumer";
 
-void api_streams_cycle(http_req *r)
+/* Parses one cycle object (token `o`) into c. Returns 0; -1 after answering 400 (the request
+ * is refused whole); 1 when the cycle failed as the earlier release fails it, with 200
+ * success:false (answer in c->answer, c->done). `at` prefixes messages of array elements. */
+static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
 {
-    app *a = r->app;
-    json_doc d;
-    /* root → push_items → item → payload */
-    if (api_parse_body_or_respond(r, &d, 4) < 0)
-        return;
-    int kvt = json_get(&d, 0, "kv");
-    int tmt = json_get(&d, 0, "timers");
+    char pfx[32] = "";
+    if (at)
+        snprintf(pfx, sizeof pfx, "%s: ", at);
+    if (json_type_of(d, o) != JSON_OBJECT) {
+        http_respond_error(r, 400, "%sa cycle must be a JSON object", pfx);
+        return -1;
+    }
+    int kvt = json_get(d, o, "kv");
+    int tmt = json_get(d, o, "timers");
     if (kvt >= 0 || tmt >= 0) {
-        json_doc_free(&d);
         http_respond_refusal(r, 400, "bad_request", kvt >= 0 ? "cycle_kv_unsupported" : "cycle_timers_unsupported",
                              KV_REASON, kvt >= 0 ? "kv" : "timers");
-        return;
+        return -1;
     }
     static const char *const known[] = {"query_id", "partition_id", "consumer_group", "state_ops", "push_items",
                                         "ack", "release_lease", "idx", NULL};
-    cy_ctx *c = arena_alloc(&r->ar, sizeof *c);
-    memset(c, 0, sizeof *c);
-    c->http = r;
-    c->a = a;
-    if (required_uuid(r, &d, "query_id", &c->query) < 0 || required_uuid(r, &d, "partition_id", &c->part) < 0 ||
-        refuse_unknown(r, &d, 0, known, NULL) < 0) {
-        json_doc_free(&d);
-        return;
+    if (refuse_unknown(r, d, o, known, at) < 0)
+        return -1;
+    static const char *const idk[] = {"query_id", "partition_id"};
+    uuid *ids[] = {&c->query, &c->part};
+    for (int k = 0; k < 2; k++) {
+        const char *s;
+        size_t len;
+        int rc = api_str_field(r, d, o, idk[k], &s, &len);
+        if (rc != 1 || len == 0) {
+            http_respond_error(r, 400, "%s%s is required", pfx, idk[k]);
+            return -1;
+        }
+        if (uuid_parse(s, len, ids[k]) < 0) {
+            http_respond_error_code(r, 400, "invalid_uuid", "%s%s must be a UUID", pfx, idk[k]);
+            return -1;
+        }
     }
     uuid_format(&c->query, c->query_s);
     uuid_format(&c->part, c->part_s);
     size_t len;
-    int rc = api_str_field(r, &d, 0, "consumer_group", &c->group, &len);
+    int rc = api_str_field(r, d, o, "consumer_group", &c->group, &len);
     if (rc < 0) {
-        json_doc_free(&d);
-        http_respond_error(r, 400, "consumer_group must be a string without NUL characters");
-        return;
+        http_respond_error(r, 400, "%sconsumer_group must be a string without NUL characters", pfx);
+        return -1;
     }
     if (rc == 0 || len == 0)
         c->group = QUEUE_MODE_GROUP;
     c->release = 1;
-    int rl = json_get(&d, 0, "release_lease");
-    if (rl >= 0 && json_type_of(&d, rl) == JSON_FALSE)
+    int rl = json_get(d, o, "release_lease");
+    if (rl >= 0 && json_type_of(d, rl) == JSON_FALSE)
         c->release = 0;
-    else if (rl >= 0 && json_type_of(&d, rl) != JSON_TRUE && json_type_of(&d, rl) != JSON_NULL) {
-        json_doc_free(&d);
-        http_respond_error(r, 400, "release_lease must be a boolean");
-        return;
+    else if (rl >= 0 && json_type_of(d, rl) != JSON_TRUE && json_type_of(d, rl) != JSON_NULL) {
+        http_respond_error(r, 400, "%srelease_lease must be a boolean", pfx);
+        return -1;
     }
 
     /* the ack */
-    int ak = json_get(&d, 0, "ack");
-    if (ak >= 0 && json_type_of(&d, ak) == JSON_OBJECT) {
+    int ak = json_get(d, o, "ack");
+    if (ak >= 0 && json_type_of(d, ak) == JSON_OBJECT) {
         static const char *const ack_known[] = {"transactionId", "leaseId", "status", "count", "error",
                                                 "partitionId", "consumerGroup", NULL};
-        if (refuse_unknown(r, &d, ak, ack_known, "ack") < 0) {
-            json_doc_free(&d);
-            return;
-        }
+        if (refuse_unknown(r, d, ak, ack_known, "ack") < 0)
+            return -1;
         c->has_ack = 1;
-        rc = api_str_field(r, &d, ak, "transactionId", &c->ack_txn, &len);
+        rc = api_str_field(r, d, ak, "transactionId", &c->ack_txn, &len);
         if (rc != 1 || len == 0) {
-            json_doc_free(&d);
-            cy_respond_failure(c, "ack.transactionId is required");
-            return;
+            cy_fail(c, NULL, "ack.transactionId is required");
+            return 1;
         }
         const char *s;
-        rc = api_str_field(r, &d, ak, "leaseId", &s, &len);
+        rc = api_str_field(r, d, ak, "leaseId", &s, &len);
         if (rc < 0 || (rc == 1 && len > 0 && uuid_parse(s, len, &c->lease) < 0)) {
-            json_doc_free(&d);
-            http_respond_error_code(r, 400, "invalid_uuid", "ack.leaseId must be a UUID");
-            return;
+            http_respond_error_code(r, 400, "invalid_uuid", "%sack.leaseId must be a UUID", pfx);
+            return -1;
         }
         c->has_lease = rc == 1 && len > 0;
-        rc = api_str_field(r, &d, ak, "status", &c->ack_status, &len);
+        rc = api_str_field(r, d, ak, "status", &c->ack_status, &len);
         if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "ack.status must be a string");
-            return;
+            http_respond_error(r, 400, "%sack.status must be a string", pfx);
+            return -1;
         }
         if (rc == 0 || len == 0)
             c->ack_status = "completed";
@@ -1042,65 +1180,76 @@ void api_streams_cycle(http_req *r)
             buf m;
             buf_init(&m, 0);
             buf_printf(&m, "Unknown ack.status: %s", c->ack_status);
-            json_doc_free(&d);
-            cy_respond_failure(c, buf_cstr(&m));
+            cy_fail(c, NULL, buf_cstr(&m));
             buf_free(&m);
-            return;
+            return 1;
         }
-        rc = api_int_field(&d, ak, "count", 0, 1000000000, &c->count);
+        rc = api_int_field(d, ak, "count", 0, 1000000000, &c->count);
         if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "ack.count must be a non-negative integer (source records)");
-            return;
+            http_respond_error(r, 400, "%sack.count must be a non-negative integer (source records)", pfx);
+            return -1;
         }
         c->has_count = rc == 1;
-        rc = api_str_field(r, &d, ak, "error", &c->ack_error, &len);
+        rc = api_str_field(r, d, ak, "error", &c->ack_error, &len);
         if (rc < 0) {
-            json_doc_free(&d);
-            http_respond_error(r, 400, "ack.error must be a string");
-            return;
+            http_respond_error(r, 400, "%sack.error must be a string", pfx);
+            return -1;
         }
-    } else if (ak >= 0 && json_type_of(&d, ak) != JSON_NULL) {
-        json_doc_free(&d);
-        http_respond_error(r, 400, "ack must be an object or null");
-        return;
+    } else if (ak >= 0 && json_type_of(d, ak) != JSON_NULL) {
+        http_respond_error(r, 400, "%sack must be an object or null", pfx);
+        return -1;
     }
 
     /* the state ops; the flush's seed is the keys it deletes */
+    int ret = 0;
     buf seed;
     buf_init(&seed, 0);
     if (c->has_ack) {
+        /* the lease: a retry within it derives the same ids; records delivered again under
+         * another lease (a seek back, a deliberate replay) are new results */
         buf_puts(&seed, "a\x1f");
+        if (c->has_lease)
+            buf_append(&seed, c->lease.b, 16);
+        buf_putc(&seed, 0x1f);
         buf_puts(&seed, c->ack_txn);
         buf_printf(&seed, "\x1f%lld", c->has_count ? (long long)c->count : -1LL);
     } else {
         buf_puts(&seed, "f");
     }
-    for (int k = 0; k < 3; k++)
-        pgarray_begin(&c->ops[k], OID_TEXT);
-    int so = json_get(&d, 0, "state_ops");
-    if (so >= 0 && json_type_of(&d, so) == JSON_ARRAY) {
-        int e = json_first(&d, so);
-        for (uint32_t i = 0; i < d.toks[so].count; i++, e = json_next(&d, e)) {
+    int so = json_get(d, o, "state_ops");
+    if (so >= 0 && json_type_of(d, so) == JSON_ARRAY) {
+        int e = json_first(d, so);
+        for (uint32_t i = 0; i < d->toks[so].count; i++, e = json_next(d, e)) {
             static const char *const op_known[] = {"type", "key", "value", NULL};
-            char where[32];
-            snprintf(where, sizeof where, "state_ops[%u]", i);
+            char where[64];
+            snprintf(where, sizeof where, "%.32sstate_ops[%u]", pfx, i);
             const char *key;
             size_t kl;
-            int ty = json_get(&d, e, "type");
-            if (json_type_of(&d, e) != JSON_OBJECT || refuse_unknown(r, &d, e, op_known, where) < 0) {
-                if (json_type_of(&d, e) != JSON_OBJECT)
-                    http_respond_error(r, 400, "state_ops[%u] must be an object", i);
-                goto fail;
+            if (json_type_of(d, e) != JSON_OBJECT) {
+                http_respond_error(r, 400, "%s must be an object", where);
+                ret = -1;
+                goto out;
             }
-            if (api_str_field(r, &d, e, "key", &key, &kl) != 1) {
-                http_respond_error(r, 400, "state_ops[%u].key is required (a string without NUL characters)", i);
-                goto fail;
+            if (refuse_unknown(r, d, e, op_known, where) < 0) {
+                ret = -1;
+                goto out;
             }
-            if (json_str_eq(&d, ty, "upsert")) {
-                int v = json_get(&d, e, "value");
+            int ty = json_get(d, e, "type");
+            if (api_str_field(r, d, e, "key", &key, &kl) != 1) {
+                http_respond_error(r, 400, "%s.key is required (a string without NUL characters)", where);
+                ret = -1;
+                goto out;
+            }
+            if (kl > STATE_KEY_MAX_BYTES) {
+                /* the key is in the state table's primary key: a B-tree entry has room for ~2.7 kB */
+                http_respond_error(r, 400, "%s.key is %zu bytes, more than %d", where, kl, STATE_KEY_MAX_BYTES);
+                ret = -1;
+                goto out;
+            }
+            if (json_str_eq(d, ty, "upsert")) {
+                int v = json_get(d, e, "value");
                 size_t vl;
-                const char *raw = v >= 0 && json_type_of(&d, v) != JSON_NULL ? json_raw(&d, v, &vl) : NULL;
+                const char *raw = v >= 0 && json_type_of(d, v) != JSON_NULL ? json_raw(d, v, &vl) : NULL;
                 if (!raw) {
                     raw = "{}";
                     vl = 2;
@@ -1108,7 +1257,7 @@ void api_streams_cycle(http_req *r)
                 pgarray_add(&c->ops[0], "upsert", 6);
                 pgarray_add(&c->ops[1], key, kl);
                 pgarray_add(&c->ops[2], raw, vl);
-            } else if (json_str_eq(&d, ty, "delete")) {
+            } else if (json_str_eq(d, ty, "delete")) {
                 pgarray_add(&c->ops[0], "delete", 6);
                 pgarray_add(&c->ops[1], key, kl);
                 pgarray_add_null(&c->ops[2]);
@@ -1119,31 +1268,34 @@ void api_streams_cycle(http_req *r)
             } else {
                 buf t;
                 buf_init(&t, 0);
-                if (json_type_of(&d, ty) == JSON_STRING)
-                    json_str_decode(&d, ty, &t);
+                if (json_type_of(d, ty) == JSON_STRING)
+                    json_str_decode(d, ty, &t);
                 else
                     buf_puts(&t, "null");
                 buf m;
                 buf_init(&m, 0);
                 buf_printf(&m, "Unknown state_op type: %s", buf_cstr(&t));
-                cy_respond_failure(c, buf_cstr(&m));
+                cy_fail(c, NULL, buf_cstr(&m));
                 buf_free(&m);
                 buf_free(&t);
-                goto fail;
+                ret = 1;
+                goto out;
             }
             c->nops++;
         }
-    } else if (so >= 0 && json_type_of(&d, so) != JSON_NULL) {
-        http_respond_error(r, 400, "state_ops must be an array");
-        goto fail;
+    } else if (so >= 0 && json_type_of(d, so) != JSON_NULL) {
+        http_respond_error(r, 400, "%sstate_ops must be an array", pfx);
+        ret = -1;
+        goto out;
     }
 
     /* the sink pushes */
-    int pi = json_get(&d, 0, "push_items");
-    uint32_t nitems = pi >= 0 && json_type_of(&d, pi) == JSON_ARRAY ? d.toks[pi].count : 0;
-    if (pi >= 0 && json_type_of(&d, pi) != JSON_ARRAY && json_type_of(&d, pi) != JSON_NULL) {
-        http_respond_error(r, 400, "push_items must be an array");
-        goto fail;
+    int pi = json_get(d, o, "push_items");
+    uint32_t nitems = pi >= 0 && json_type_of(d, pi) == JSON_ARRAY ? d->toks[pi].count : 0;
+    if (pi >= 0 && json_type_of(d, pi) != JSON_ARRAY && json_type_of(d, pi) != JSON_NULL) {
+        http_respond_error(r, 400, "%spush_items must be an array", pfx);
+        ret = -1;
+        goto out;
     }
     push_req *pr = &c->pr;
     memcpy(pr->tenant, r->tenant, 16);
@@ -1154,11 +1306,13 @@ void api_streams_cycle(http_req *r)
     pr->items = arena_alloc(&r->ar, (nitems + 1) * sizeof *pr->items);
     memset(pr->items, 0, (nitems + 1) * sizeof *pr->items);
     if (nitems) {
-        int it = json_first(&d, pi);
-        for (uint32_t k = 0; k < nitems; k++, it = json_next(&d, it)) {
+        int it = json_first(d, pi);
+        for (uint32_t k = 0; k < nitems; k++, it = json_next(d, it)) {
             push_item *x = &pr->items[pr->n];
-            if (push_item_parse_or_respond(r, &d, it, k, x) < 0)
-                goto fail;
+            if (push_item_parse_or_respond(r, d, it, k, x) < 0) {
+                ret = -1;
+                goto out;
+            }
             if (!x->payload_len) {
                 x->payload = "{}";
                 x->payload_len = 2;
@@ -1173,9 +1327,28 @@ void api_streams_cycle(http_req *r)
             pr->n++;
         }
     }
+out:
     buf_free(&seed);
-    json_doc_free(&d);
+    return ret;
+}
 
+static cy_ctx *cy_new(http_req *r, uint32_t elem)
+{
+    cy_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    c->elem = elem;
+    buf_init(&c->answer, 0);
+    for (int k = 0; k < 3; k++)
+        pgarray_begin(&c->ops[k], OID_TEXT);
+    return c;
+}
+
+/* Fills the element's parameters of streams_cycle_v1 (and its encoder). */
+static void cy_prepare(cy_ctx *c)
+{
+    http_req *r = c->http;
     for (int k = 0; k < 3; k++)
         pgarray_finish(&c->ops[k]);
     format_uuid_text(r->tenant, c->tenant);
@@ -1202,8 +1375,294 @@ void api_streams_cycle(http_req *r)
     c->values[22] = c->ack_error;
     c->values[23] = c->has_ack ? "false" : "true";
     push_enc_init(&c->enc);
-    c->enc.sq = pusher_sealq(a->push);
+    c->enc_init = 1;
+    c->enc.sq = pusher_sealq(c->a->push);
     cy_encode(c);
+}
+
+/* ---- array bodies: several cycles in one transaction, each in its own savepoint */
+
+#define CYB_ARRAYS 28 /* every parameter of streams_cycles_v1 but the tenant and the window */
+
+typedef struct cyb_ctx {
+    http_req *http;
+    app *a;
+    cy_ctx **els;
+    uint32_t n;
+    cy_ctx **sub; /* the elements of the submission in flight, in lock order */
+    uint32_t nsub;
+    char tenant[37];
+    pgarray arr[CYB_ARRAYS];
+    const char *values[CYB_ARRAYS + 2];
+    int lengths[CYB_ARRAYS + 2];
+    int formats[CYB_ARRAYS + 2];
+    db_req dbr;
+    int attempts, rounds;
+} cyb_ctx;
+
+static void cyb_free(cyb_ctx *b)
+{
+    for (int k = 0; k < CYB_ARRAYS; k++)
+        pgarray_free(&b->arr[k]);
+    for (uint32_t i = 0; i < b->n; i++) {
+        cy_free(b->els[i]);
+        buf_free(&b->els[i]->answer);
+    }
+}
+
+static int cy_order(const void *x, const void *y)
+{
+    const cy_ctx *a = *(cy_ctx *const *)x, *b = *(cy_ctx *const *)y;
+    int c = memcmp(a->query.b, b->query.b, 16);
+    if (!c)
+        c = memcmp(a->part.b, b->part.b, 16);
+    return c ? c : (a->elem < b->elem ? -1 : a->elem > b->elem);
+}
+
+static void cyb_done(db_req *d);
+
+/* Builds and submits the parameters of the elements not final yet; answers when none is left. */
+static void cyb_submit(cyb_ctx *b)
+{
+    http_req *r = b->http;
+    b->nsub = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (!b->els[i]->done)
+            b->sub[b->nsub++] = b->els[i];
+    if (b->nsub == 0 || ++b->rounds > CY_BATCH_MAX + 8) {
+        buf out;
+        buf_init(&out, 0);
+        buf_putc(&out, '[');
+        for (uint32_t i = 0; i < b->n; i++) {
+            cy_ctx *c = b->els[i];
+            if (i)
+                buf_putc(&out, ',');
+            if (!c->done)
+                cy_failure_json(c, &c->answer, "the cycle kept needing another round");
+            /* each element's answer with its index first */
+            buf_printf(&out, "{\"idx\":%u,", c->elem);
+            buf_append(&out, c->answer.data + 1, c->answer.len - 1);
+        }
+        buf_putc(&out, ']');
+        cyb_free(b);
+        http_respond_json(r, 200, &out);
+        buf_free(&out);
+        return;
+    }
+    qsort(b->sub, b->nsub, sizeof *b->sub, cy_order);
+    static const uint32_t oids[CYB_ARRAYS] = {
+        OID_INT4, OID_UUID, OID_UUID, OID_TEXT,                                    /* elem, query, source, group */
+        OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT,                                    /* op_n, ops */
+        OID_INT4, OID_UUID, OID_TEXT, OID_TEXT, OID_INT4, OID_INT4, OID_BYTEA,     /* g_n, push groups */
+        OID_INT4, OID_INT4, OID_INT4, OID_TEXT,                                    /* dd_n, dedup */
+        OID_TEXT, OID_UUID, OID_TEXT, OID_INT4, OID_BOOL, OID_TEXT, OID_BOOL, OID_BOOL, /* ack .. replay */
+        OID_INT4,                                                                  /* unused */
+    };
+    for (int k = 0; k < CYB_ARRAYS; k++) {
+        pgarray_free(&b->arr[k]);
+        pgarray_begin(&b->arr[k], oids[k]);
+    }
+    for (uint32_t s = 0; s < b->nsub; s++) {
+        cy_ctx *c = b->sub[s];
+        cy_encode(c);
+        pgarray *A = b->arr;
+        pgarray_add_i32(&A[0], (int32_t)c->elem);
+        pgarray_add(&A[1], c->query.b, 16);
+        pgarray_add(&A[2], c->part.b, 16);
+        pgarray_add(&A[3], c->group, strlen(c->group));
+        pgarray_add_i32(&A[4], (int32_t)c->nops);
+        for (int k = 0; k < 3; k++)
+            pgarray_append_array(&A[5 + k], &c->ops[k]);
+        /* the encoder's arrays, in push_v1's parameter order: tenant, queue, partition, count,
+         * bytes, data (one per group), then the dedup group, position, transactionId */
+        pgarray_add_i32(&A[8], (int32_t)c->enc.arr[1].count);
+        for (int k = 0; k < 6; k++)
+            pgarray_append_array(&A[9 + k], &c->enc.arr[k]);
+        pgarray_add_i32(&A[15], (int32_t)c->enc.arr[6].count);
+        for (int k = 0; k < 3; k++)
+            pgarray_append_array(&A[16 + k], &c->enc.arr[6 + k]);
+        if (c->has_ack)
+            pgarray_add(&A[19], c->ack_txn, strlen(c->ack_txn));
+        else
+            pgarray_add_null(&A[19]);
+        if (c->has_lease)
+            pgarray_add(&A[20], c->lease.b, 16);
+        else
+            pgarray_add_null(&A[20]);
+        if (c->has_ack)
+            pgarray_add(&A[21], c->ack_status, strlen(c->ack_status));
+        else
+            pgarray_add_null(&A[21]);
+        if (c->has_count)
+            pgarray_add_i32(&A[22], (int32_t)c->count);
+        else
+            pgarray_add_null(&A[22]);
+        pgarray_add(&A[23], c->release ? "\1" : "\0", 1);
+        if (c->ack_error)
+            pgarray_add(&A[24], c->ack_error, strlen(c->ack_error));
+        else
+            pgarray_add_null(&A[24]);
+        pgarray_add(&A[25], c->has_ack ? "\0" : "\1", 1);
+        pgarray_add(&A[26], c->replay ? "\1" : "\0", 1);
+    }
+    format_uuid_text(r->tenant, b->tenant);
+    b->values[0] = b->tenant;
+    b->lengths[0] = 0;
+    b->formats[0] = 0;
+    /* $2..$21: elem .. dd_txn; $22: the window; $23..$30: ack .. replay */
+    for (int k = 0; k < 27; k++) {
+        pgarray_finish(&b->arr[k]);
+        int slot = k < 19 ? 1 + k : 2 + k;
+        b->values[slot] = b->arr[k].b.data;
+        b->lengths[slot] = (int)b->arr[k].b.len;
+        b->formats[slot] = 1;
+    }
+    cy_ctx *c0 = b->sub[0];
+    b->values[20] = c0->enc.values[9]; /* the dedup window, the same for every element */
+    b->lengths[20] = c0->enc.lengths[9];
+    b->formats[20] = c0->enc.formats[9];
+    memset(&b->dbr, 0, sizeof b->dbr);
+    b->dbr.nstmt = 1;
+    b->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycles_v1($1::uuid, $2::int4[], $3::uuid[], $4::uuid[], "
+                               "$5::text[], $6::int4[], $7::text[], $8::text[], $9::text[], $10::int4[], $11::uuid[], "
+                               "$12::text[], $13::text[], $14::int4[], $15::int4[], $16::bytea[], $17::int4[], "
+                               "$18::int4[], $19::int4[], $20::text[], $21::int8, $22::text[], $23::uuid[], "
+                               "$24::text[], $25::int4[], $26::bool[], $27::text[], $28::bool[], $29::bool[])",
+                               29, b->values, b->lengths, b->formats, 1};
+    b->dbr.done = cyb_done;
+    b->dbr.arg = b;
+    if (db_submit(b->a->db, &b->dbr) < 0) {
+        api_respond_db_error(r, &b->dbr);
+        cyb_free(b);
+    }
+}
+
+static void cyb_done(db_req *d)
+{
+    cyb_ctx *b = d->arg;
+    http_req *r = b->http;
+    PGresult *res = d->res[0];
+    if (d->err != DB_OK || !res) {
+        int retryable = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retryable && ++b->attempts < CY_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (db_submit(b->a->db, d) == 0)
+                return;
+        }
+        for (uint32_t i = 0; i < b->nsub; i++) {
+            stream_stat *st = stat_for(&b->sub[i]->query, r->tenant, NULL);
+            if (st)
+                st->failed++;
+        }
+        api_respond_db_error(r, d);
+        db_req_clear(d);
+        cyb_free(b);
+        return;
+    }
+    int rows = PQntuples(res);
+    for (uint32_t s = 0; s < b->nsub; s++) {
+        cy_ctx *c = b->sub[s];
+        int summary = -1, failed = -1;
+        for (int i = 0; i < rows; i++) {
+            if (db_get_i32(res, i, SCB_ELEM) != (int32_t)c->elem)
+                continue;
+            int kind = db_get_i32(res, i, SCB_KIND);
+            if (kind == SCY_ROW_SUMMARY)
+                summary = i;
+            else if (kind == SCY_ROW_FAILED)
+                failed = i;
+        }
+        if (failed >= 0) {
+            const char *state = PQgetvalue(res, failed, SCB_ERRSTATE);
+            const char *msg = PQgetvalue(res, failed, SCB_QNAME);
+            const push_group *refused = push_enc_refused(&c->enc, state, msg);
+            if (refused) {
+                cy_sealed_again(c, refused);
+            } else if (strncmp(state, "QS", 2) == 0) {
+                cy_fail(c, state, msg);
+            } else {
+                /* not the client's text: the log has PostgreSQL's */
+                log_warn("streams", "cycle element %u of request %s failed: %s (SQLSTATE %s)", c->elem, r->request_id,
+                         msg, state);
+                cy_fail(c, state, "the cycle failed in the database (the node's log has the reason under this request's id)");
+            }
+            continue;
+        }
+        cy_apply(c, res, SCB_ELEM, (int32_t)c->elem, summary);
+    }
+    db_req_clear(d);
+    cyb_submit(b);
+}
+
+static void cy_array(http_req *r, json_doc *d)
+{
+    uint32_t n = d->toks[0].count;
+    if (n == 0 || n > CY_BATCH_MAX) {
+        json_doc_free(d);
+        http_respond_error(r, 400, "an array of cycles holds 1 to %d elements", CY_BATCH_MAX);
+        return;
+    }
+    cyb_ctx *b = arena_alloc(&r->ar, sizeof *b);
+    memset(b, 0, sizeof *b);
+    b->http = r;
+    b->a = r->app;
+    b->els = arena_alloc(&r->ar, n * sizeof *b->els);
+    b->sub = arena_alloc(&r->ar, n * sizeof *b->sub);
+    int o = json_first(d, 0);
+    for (uint32_t i = 0; i < n; i++, o = json_next(d, o)) {
+        cy_ctx *c = cy_new(r, i);
+        b->els[b->n++] = c;
+        char at[24];
+        snprintf(at, sizeof at, "[%u]", i);
+        int rc = cy_parse(r, d, o, c, at);
+        if (rc < 0) {
+            json_doc_free(d);
+            cyb_free(b);
+            return;
+        }
+        cy_prepare(c);
+    }
+    json_doc_free(d);
+    http_async(r);
+    cyb_submit(b);
+}
+
+void api_streams_cycle(http_req *r)
+{
+    app *a = r->app;
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    if (!r->body || r->body_len == 0) {
+        http_respond_error(r, 400, "Empty request body");
+        return;
+    }
+    /* root → push_items → item → payload; an array body one level deeper */
+    json_opts jo = {.max_tokens = 0, .token_depth = 5};
+    if (json_parse(&d, r->body, r->body_len, &jo) < 0) {
+        http_respond_error(r, 400, "Invalid JSON: %s", d.err);
+        json_doc_free(&d);
+        return;
+    }
+    if (json_type_of(&d, 0) == JSON_ARRAY) {
+        cy_array(r, &d);
+        return;
+    }
+    if (json_type_of(&d, 0) != JSON_OBJECT) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "request body must be a JSON object");
+        return;
+    }
+    cy_ctx *c = cy_new(r, 0);
+    int rc = cy_parse(r, &d, 0, c, NULL);
+    json_doc_free(&d);
+    if (rc != 0) {
+        if (rc > 0)
+            http_respond_json(r, 200, &c->answer);
+        buf_free(&c->answer);
+        cy_free(c);
+        return;
+    }
+    cy_prepare(c);
     c->dbr.nstmt = 1;
     c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v1($1::uuid, $2::uuid, $3::uuid, $4, "
                                "$5::text[], $6::text[], $7::text[], "
@@ -1216,12 +1675,7 @@ void api_streams_cycle(http_req *r)
     http_async(r);
     if (db_submit(a->db, &c->dbr) < 0) {
         api_respond_db_error(r, &c->dbr);
+        buf_free(&c->answer);
         cy_free(c);
     }
-    return;
-fail:
-    buf_free(&seed);
-    json_doc_free(&d);
-    for (int k = 0; k < 3; k++)
-        pgarray_free(&c->ops[k]);
 }

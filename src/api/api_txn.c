@@ -240,6 +240,9 @@ static int read_ack(http_req *r, const json_doc *d, int t, uint32_t i, txn_op *o
 void api_transaction(http_req *r)
 {
     app *a = r->app;
+    /* the 2.x binary body (QTB1) becomes the JSON transaction it stands for */
+    if (api_txn_is_binary(r) && api_txn_binary_to_json(r) < 0)
+        return;
     json_doc d;
     /* root → operations → op → items → item → payload (depth 5) */
     if (api_parse_body_or_respond(r, &d, 5) < 0)
@@ -349,6 +352,11 @@ void api_transaction(http_req *r)
         }
     }
     json_doc_free(&d);
+    /* a cluster that may not push (push_blocked, over its storage) may still ack */
+    if (nitems > 0 && api_cp_push_refused(r)) {
+        pgarray_free(&c->required);
+        return;
+    }
 
     push_enc_init(&c->enc);
     c->enc.sq = pusher_sealq(a->push);

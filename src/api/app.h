@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "consume/consume.h"
 #include "consume/notify.h"
+#include "cp/cp.h"
 #include "db/embedded.h"
 #include "db/pg.h"
 #include "ephemeral/eph.h"
@@ -49,6 +50,9 @@ typedef struct app {
     embedded_pg *emb;    /* NULL with an external database */
     s3_node *s3;         /* the S3 sink (QUEEN_S3_EMBEDDED=true), else NULL */
     auth *auth;          /* NULL when JWT_ENABLED is off */
+    const cp_config *cpcfg; /* the embedded proxy's variables */
+    cp_node *cp;         /* the control plane's clusters (QUEEN_PROXY_CP_TOKEN set), else NULL */
+    http_server *proxy;  /* the embedded proxy's listener, else NULL */
     int64_t started_wall_us;
     uint64_t started_mono_us;
     int shutting_down;
@@ -56,8 +60,22 @@ typedef struct app {
 } app;
 
 void api_register(app *a);
+/* The broker's data-plane routes on s; proxy = 1 leaves out the node-wide /status and /metrics. */
+void api_register_data_routes(app *a, http_server *s, int proxy);
+/* The embedded proxy's routes (api_cp.c): /api/cp/ and the data plane. */
+void api_register_proxy(app *a, http_server *s);
 /* The gate of every route (api_auth.c): token, access level, tenant and subject. */
 void api_auth_gate(http_req *r, enum http_access access);
+/* The JWT half of the gate; proxy = 1: the token is required whatever JWT_SKIP_PATHS says, and
+ * its tenant must be a cluster's. */
+void api_auth_jwt(http_req *r, enum http_access access, int proxy);
+/* The proxy's gate (api_cp.c). */
+void api_proxy_gate(http_req *r, enum http_access access);
+/* Admits a request of a cluster tenant (status, quotas) and runs its handler, or refuses it
+ * with the proxy's codes. Every gate ends here. */
+void api_cp_admit_proceed(http_req *r);
+/* For a request that turns out to push (a transaction with pushes): 1 when it was refused. */
+int api_cp_push_refused(http_req *r);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
@@ -89,6 +107,7 @@ void api_kv_put_if_absent(http_req *r);
 void api_kv_delete(http_req *r);
 void api_kv_incr(http_req *r);
 void api_kv_batch(http_req *r);
+void api_kv_ops(http_req *r); /* POST /api/v1/kv, the 2.x batch */
 void api_timer_ops(http_req *r);
 void api_timer_peek(http_req *r);
 void api_timer_cancel(http_req *r);
@@ -158,6 +177,10 @@ void api_push_answer(push_req *pr);
  * application/x-queen-push, or a body that starts with the QPB1 magic. */
 int api_push_is_binary(http_req *r);
 void api_push_binary(http_req *r);
+/* POST /api/v1/transaction with the binary body (QTB1): replaces the request's body by the
+ * JSON transaction it stands for (0), or answers a refusal (-1). */
+int api_txn_is_binary(http_req *r);
+int api_txn_binary_to_json(http_req *r);
 void api_transaction(http_req *r);
 /* Streams: the /streams/v1 routes (api_streams.c, docs/streams.md). */
 void api_streams_register(http_req *r);
@@ -166,10 +189,13 @@ void api_streams_get(http_req *r);
 void api_streams_drop(http_req *r);
 void api_streams_cycle(http_req *r);
 void api_streams_state_get(http_req *r);
-/* The per-query counters of this node: a JSON object for /status (tenant NULL = all), and
- * Prometheus text. */
-void api_streams_status_json(buf *b, const uint8_t tenant[16]);
+/* The per-query counters of this node: a JSON object for /status (rows: the tenant's queries
+ * from queen.streams_state_rows_v1, read as text, or NULL without the database; tenant then
+ * filters this node's counters, NULL = all), and Prometheus text (the counters; the state-row
+ * gauge from the same function's rows for every tenant). */
+void api_streams_status_json(buf *b, const uint8_t tenant[16], const PGresult *rows);
 void api_streams_prometheus(buf *b);
+void api_streams_prometheus_state(buf *b, const PGresult *rows);
 /* An integer query parameter (decimal, optional '-'): 1 present, 0 absent or empty, -1 not an
  * integer in [lo, hi]. */
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out);

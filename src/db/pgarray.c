@@ -62,3 +62,11 @@ void pgarray_free(pgarray *a)
 {
     buf_free(&a->b);
 }
+
+void pgarray_append_array(pgarray *a, const pgarray *src)
+{
+    if (src->b.len > HDR)
+        buf_append(&a->b, src->b.data + HDR, src->b.len - HDR);
+    a->count += src->count;
+    a->has_null |= src->has_null;
+}

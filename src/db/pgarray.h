@@ -28,6 +28,8 @@ void pgarray_add_i32(pgarray *a, int32_t v);
 void pgarray_add_i64(pgarray *a, int64_t v);
 /* Patches the header; the array's bytes are a->b.data / a->b.len. */
 void pgarray_finish(pgarray *a);
+/* Appends the elements of another array of the same element type (finished or not). */
+void pgarray_append_array(pgarray *a, const pgarray *src);
 void pgarray_free(pgarray *a);
 
 #endif

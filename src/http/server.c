@@ -182,6 +182,9 @@ void http_respond(http_req *r, int status, const char *content_type, const char 
     if (r->retry_after)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, r->retry_after,
                        strlen(r->retry_after));
+    if (r->extra_header_name && r->extra_header_value)
+        h2o_add_header_by_str(&req->pool, &req->res.headers, r->extra_header_name, strlen(r->extra_header_name), 1,
+                              NULL, r->extra_header_value, strlen(r->extra_header_value));
     req->res.content_length = len;
     h2o_send_inline(req, body, len);
     /* the context is freed by on_h2o_dispose once h2o is done with the response */

@@ -195,13 +195,16 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
 
 /* ---- counters (/metrics/prometheus) ---- */
 typedef struct kv_metrics {
-    mcounter ops[5];                 /* by kind name: get, put, putIfAbsent, delete, incr */
+    mcounter ops[8];                 /* by kind name: get, put, putIfAbsent, delete, incr, check,
+                                      * getMany, getPrefix (the 2.x kinds, enum kvw_kind) */
     mcounter batches;                /* requests that ran (single-op routes included) */
     mcounter failed[KV_FAIL_COUNT];  /* batches refused, by reason */
     mcounter reclaimed;              /* expired keys deleted by this node's reaper */
+    mcounter rolled_back;            /* 2.x batches rolled back by a lost required op */
 } kv_metrics;
 int kv_metric_slot(const kv_op *op); /* index into ops[] */
-extern const char *const KV_METRIC_OP_NAMES[5];
+extern const char *const KV_METRIC_OP_NAMES[8];
+#define kvw_metric_slot(kind) (kind) /* enum kvw_kind numbers the slots */
 
 /* ---- the reclaim job ---- */
 typedef struct kv_reaper kv_reaper;

@@ -6,7 +6,7 @@
 #include "core/util.h"
 #include "kv.h"
 
-const char *const KV_METRIC_OP_NAMES[5] = {"get", "put", "putIfAbsent", "delete", "incr"};
+const char *const KV_METRIC_OP_NAMES[8] = {"get", "put", "putIfAbsent", "delete", "incr", "check", "getMany", "getPrefix"};
 
 static kv_op op_base(enum kv_kind kind, const char *ns, const char *key)
 {

@@ -1,5 +1,5 @@
 /* kv_results.h — the results of the KV functions this module calls, by name (db/results.h):
- * src/db/functions/kv_batch_v1.sql and kv_gc_v1.sql. Checked against the database by
+ * src/db/functions/kv_batch_v1.sql, kv_ops_v1.sql and kv_gc_v1.sql. Checked against the database by
  * tests/unit/test_db_results.c. */
 #ifndef QUEEN_KV_KV_RESULTS_H
 #define QUEEN_KV_KV_RESULTS_H
@@ -15,6 +15,13 @@
     X(KV_O_EXPIRES_AT, o_expires_at, int8)                                                                     \
     X(KV_O_FLAG, o_flag, bool)
 enum kv_batch_col { KV_BATCH_V1_COLUMNS(DB_COL_ENUM) KV_BATCH_NCOLS };
+
+/* queen.kv_ops_v1: one row per op (o_index from 0), or one row for a lost required op
+ * (o_index -(op from 1)); o_result is the op's result object as JSON text */
+#define KV_OPS_V1_COLUMNS(X)                                                                                   \
+    X(KV_OPS_INDEX, o_index, int4)                                                                             \
+    X(KV_OPS_RESULT, o_result, text)
+enum kv_ops_col { KV_OPS_V1_COLUMNS(DB_COL_ENUM) KV_OPS_NCOLS };
 
 /* queen.kv_gc_v1: keys reclaimed, -1 when another node holds the round */
 #define KV_GC_V1_COLUMNS(X) X(KV_GC_N, kv_gc_v1, int4)

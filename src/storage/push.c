@@ -125,9 +125,16 @@ int64_t pusher_dedup_window_us(const pusher *p)
 
 int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full)
 {
+    return push_enc_apply_where(e, res, -1, 0, dups, full);
+}
+
+int push_enc_apply_where(push_enc *e, PGresult *res, int col, int32_t val, int *dups, int *full)
+{
     *dups = *full = 0;
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++) {
+        if (col >= 0 && (PQgetisnull(res, i, col) || db_get_i32(res, i, col) != val))
+            continue;
         int32_t kind = db_get_i32(res, i, PUSH_KIND);
         int32_t idx = db_get_i32(res, i, PUSH_IDX);
         uint64_t pid = (uint64_t)db_get_i64(res, i, PUSH_PARTITION_ID);

@@ -25,6 +25,9 @@ void push_enc_stmt(push_enc *e, db_stmt *st);
 /* Applies a push_v1 result. dups/full > 0 means nothing was written: items found duplicate
  * or in a full queue are marked, the rest are pending again. */
 int push_enc_apply(push_enc *e, PGresult *res, int *dups, int *full);
+/* The same for the rows whose int4 column `col` holds `val` only (a caller that wraps several
+ * push_v1 calls in one result, each with an encoder of its own: streams_cycles_v1). */
+int push_enc_apply_where(push_enc *e, PGresult *res, int col, int32_t val, int *dups, int *full);
 
 typedef struct pusher_metrics {
     mcounter records;

@@ -183,37 +183,10 @@ static int frames(const uint8_t *p, size_t len, uint32_t n, qpb_item *items, uin
     return 0;
 }
 
-int qpb_decode(const void *body, size_t len, size_t max_raw, arena *ar, qpb_body *out, qpb_error *e)
+/* u32 groups | the groups (flag 8: frames), to the end of r. */
+static int decode_groups(rd *rr, uint8_t flags, size_t budget, arena *ar, qpb_body *out, qpb_error *e)
 {
-    memset(out, 0, sizeof *out);
-    memset(e, 0, sizeof *e);
-    rd r = {body, len, 0};
-    const uint8_t *magic;
-    if (get_span(&r, 4, &magic) < 0 || memcmp(magic, "QPB1", 4) != 0)
-        return fail(e, "bad_magic", -1, -1, "the body does not start with QPB1");
-    uint8_t flags;
-    if (get_u8(&r, &flags) < 0)
-        return fail(e, "truncated", -1, -1, "the body ends before its flags");
-    if (flags & ~(QPB_FLAG_ZSTD | QPB_FLAG_COUNTS | QPB_FLAG_TXN | QPB_FLAG_FRAMES))
-        return fail(e, "bad_flags", -1, -1, "unknown flags 0x%02x (known: 1 zstd, 2 counts, 4 transaction ids, 8 frames)",
-                    flags);
-    if ((flags & QPB_FLAG_ZSTD) && (flags & QPB_FLAG_FRAMES))
-        return fail(e, "bad_flags", -1, -1, "flags 1 (zstd body) and 8 (compressed frames) do not combine");
-    out->flags = flags;
-    size_t budget = max_raw;
-    if (flags & QPB_FLAG_ZSTD) {
-        uint32_t raw_len;
-        if (get_u32(&r, &raw_len) < 0)
-            return fail(e, "truncated", -1, -1, "the body ends before raw_len");
-        const uint8_t *raw;
-        size_t rawn;
-        if (unzstd(r.p + r.at, r.n - r.at, &budget, ar, &raw, &rawn, e, -1, "the body") < 0)
-            return -1;
-        if (rawn != raw_len)
-            return fail(e, "zstd_invalid", -1, -1, "raw_len says %u bytes, the zstd frame holds %zu", raw_len, rawn);
-        out->raw_bytes = rawn;
-        r = (rd){raw, rawn, 0};
-    }
+    rd r = *rr;
     uint32_t groups;
     if (get_u32(&r, &groups) < 0)
         return fail(e, "truncated", -1, -1, "the body ends before its group count");
@@ -309,4 +282,68 @@ int qpb_decode(const void *body, size_t len, size_t max_raw, arena *ar, qpb_body
     out->n = (uint32_t)total;
     out->items = items;
     return 0;
+}
+
+int qpb_decode(const void *body, size_t len, size_t max_raw, arena *ar, qpb_body *out, qpb_error *e)
+{
+    memset(out, 0, sizeof *out);
+    memset(e, 0, sizeof *e);
+    rd r = {body, len, 0};
+    const uint8_t *magic;
+    if (get_span(&r, 4, &magic) < 0 || memcmp(magic, "QPB1", 4) != 0)
+        return fail(e, "bad_magic", -1, -1, "the body does not start with QPB1");
+    uint8_t flags;
+    if (get_u8(&r, &flags) < 0)
+        return fail(e, "truncated", -1, -1, "the body ends before its flags");
+    if (flags & ~(QPB_FLAG_ZSTD | QPB_FLAG_COUNTS | QPB_FLAG_TXN | QPB_FLAG_FRAMES))
+        return fail(e, "bad_flags", -1, -1, "unknown flags 0x%02x (known: 1 zstd, 2 counts, 4 transaction ids, 8 frames)",
+                    flags);
+    if ((flags & QPB_FLAG_ZSTD) && (flags & QPB_FLAG_FRAMES))
+        return fail(e, "bad_flags", -1, -1, "flags 1 (zstd body) and 8 (compressed frames) do not combine");
+    out->flags = flags;
+    size_t budget = max_raw;
+    if (flags & QPB_FLAG_ZSTD) {
+        uint32_t raw_len;
+        if (get_u32(&r, &raw_len) < 0)
+            return fail(e, "truncated", -1, -1, "the body ends before raw_len");
+        const uint8_t *raw;
+        size_t rawn;
+        if (unzstd(r.p + r.at, r.n - r.at, &budget, ar, &raw, &rawn, e, -1, "the body") < 0)
+            return -1;
+        if (rawn != raw_len)
+            return fail(e, "zstd_invalid", -1, -1, "raw_len says %u bytes, the zstd frame holds %zu", raw_len, rawn);
+        out->raw_bytes = rawn;
+        r = (rd){raw, rawn, 0};
+    }
+    return decode_groups(&r, flags, budget, ar, out, e);
+}
+
+
+int qtb_is(const void *body, size_t len)
+{
+    return body && len >= 4 && memcmp(body, "QTB1", 4) == 0;
+}
+
+int qtb_decode(const void *body, size_t len, size_t max_raw, arena *ar, const char **head, size_t *head_len,
+               uint8_t *flags_out, qpb_body *out, qpb_error *e)
+{
+    memset(out, 0, sizeof *out);
+    memset(e, 0, sizeof *e);
+    rd r = {body, len, 0};
+    const uint8_t *magic, *h;
+    uint8_t flags;
+    uint32_t hl;
+    if (get_span(&r, 4, &magic) < 0 || memcmp(magic, "QTB1", 4) != 0)
+        return fail(e, "bad_magic", -1, -1, "the body does not start with QTB1");
+    if (get_u8(&r, &flags) < 0)
+        return fail(e, "truncated", -1, -1, "the body ends before its flags");
+    if (flags & ~QPB_FLAG_COUNTS)
+        return fail(e, "bad_flags", -1, -1, "unknown flags 0x%02x (known: 2 counts)", flags);
+    if (get_u32(&r, &hl) < 0 || get_span(&r, hl, &h) < 0)
+        return fail(e, "truncated", -1, -1, "the body ends inside its JSON head");
+    *head = (const char *)h;
+    *head_len = hl;
+    *flags_out = flags;
+    out->flags = flags;
+    return decode_groups(&r, QPB_FLAG_FRAMES, max_raw, ar, out, e);
 }

@@ -74,4 +74,11 @@ int qpb_is(const void *body, size_t len);
  * 0 on success, -1 with *e filled. */
 int qpb_decode(const void *body, size_t len, size_t max_raw, arena *ar, qpb_body *out, qpb_error *e);
 
+/* The binary transaction body: "QTB1" | u8 flags | u32 len + head JSON | u32 groups | the
+ * groups as QPB1 flag 8. head is the JSON transaction body without its pushes (its span in the
+ * input, not checked here); the only known flag is 2 (counts). 0, or -1 with *e filled. */
+int qtb_is(const void *body, size_t len);
+int qtb_decode(const void *body, size_t len, size_t max_raw, arena *ar, const char **head, size_t *head_len,
+               uint8_t *flags, qpb_body *out, qpb_error *e);
+
 #endif

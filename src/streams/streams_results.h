@@ -49,6 +49,14 @@ enum sp_col { STREAMS_PARTITIONS_V1_COLUMNS(DB_COL_ENUM) SP_NCOLS };
     X(SSG_UPDATED, updated_at, int8)
 enum ssg_col { STREAMS_STATE_GET_V1_COLUMNS(DB_COL_ENUM) SSG_NCOLS };
 
+/* queen.streams_state_rows_v1: one row per query (read as text by /status and Prometheus) */
+#define STREAMS_STATE_ROWS_V1_COLUMNS(X)                                                                       \
+    X(SSR_QUERY_ID, query_id, uuid)                                                                            \
+    X(SSR_TENANT, tenant_id, uuid)                                                                             \
+    X(SSR_NAME, name, text)                                                                                    \
+    X(SSR_STATE_ROWS, state_rows, int8)
+enum ssr_col { STREAMS_STATE_ROWS_V1_COLUMNS(DB_COL_ENUM) SSR_NCOLS };
+
 /* queen.streams_cycle_v1: push_v1's rows (kinds 0..2, same columns) and one summary row */
 #define STREAMS_CYCLE_V1_COLUMNS(X)                                                                            \
     X(SCY_KIND, kind, int4)                                                                                    \
@@ -66,6 +74,27 @@ enum scy_col { STREAMS_CYCLE_V1_COLUMNS(DB_COL_ENUM) SCY_NCOLS };
  * qname = the source queue (NULL when the partition is unknown) */
 #define SCY_ROW_SUMMARY 5
 enum scy_flag { SCY_LEASE_RELEASED = 1, SCY_DLQ = 2, SCY_COUNT_DIFFERS = 4, SCY_REPLAY = 8 };
+
+/* queen.streams_cycles_v1: streams_cycle_v1's rows tagged with the element, and per failed
+ * element one row of kind SCY_ROW_FAILED (qname = the message, errstate = the SQLSTATE) */
+#define STREAMS_CYCLES_V1_COLUMNS(X)                                                                           \
+    X(SCB_KIND, kind, int4)                                                                                    \
+    X(SCB_IDX, idx, int4)                                                                                      \
+    X(SCB_PARTITION_ID, partition_id, int8)                                                                    \
+    X(SCB_PARTITION_UUID, partition_uuid, uuid)                                                                \
+    X(SCB_QUEUE_ID, queue_id, int8)                                                                            \
+    X(SCB_OFF, off, int8)                                                                                      \
+    X(SCB_TS, ts, int8)                                                                                        \
+    X(SCB_QNAME, qname, text)                                                                                  \
+    X(SCB_ELEM, elem, int4)                                                                                    \
+    X(SCB_ERRSTATE, errstate, text)
+enum scb_col { STREAMS_CYCLES_V1_COLUMNS(DB_COL_ENUM) SCB_NCOLS };
+#define SCY_ROW_FAILED 6
+
+_Static_assert((int)SCB_KIND == (int)SCY_KIND && (int)SCB_IDX == (int)SCY_IDX && (int)SCB_OFF == (int)SCY_OFF &&
+                   (int)SCB_TS == (int)SCY_TS && (int)SCB_QNAME == (int)SCY_QNAME &&
+                   (int)SCB_PARTITION_UUID == (int)SCY_PARTITION_UUID,
+               "streams_cycles_v1's rows are laid out as streams_cycle_v1's");
 
 _Static_assert((int)SCY_KIND == (int)PUSH_KIND && (int)SCY_IDX == (int)PUSH_IDX &&
                    (int)SCY_PARTITION_ID == (int)PUSH_PARTITION_ID &&

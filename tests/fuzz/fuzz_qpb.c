@@ -1,4 +1,5 @@
-/* fuzz_qpb — qpb_decode on arbitrary input, as POST /api/v1/push does with a binary body.
+/* fuzz_qpb — qpb_decode and qtb_decode on arbitrary input, as POST /api/v1/push and
+ * POST /api/v1/transaction do with a binary body.
  * Checks: a refusal has a reason and a sentence and points at a group it saw; an accepted body
  * has at least one item, every name is 1..255 bytes without NUL, every transactionId at most
  * 255 bytes without NUL, every payload one JSON text, and every span lies inside the input or
@@ -46,6 +47,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(json_parse(&d, it->payload, it->payload_len, NULL) == 0);
             json_doc_free(&d);
         }
+    }
+    /* the same input as a binary transaction body (QTB1): the head is a span inside the input */
+    const char *head;
+    size_t hlen;
+    uint8_t flags;
+    if (qtb_decode(data, size, 1u << 22, &ar, &head, &hlen, &flags, &out, &e) == 0) {
+        CHECK(head >= (const char *)data && head + hlen <= (const char *)data + size);
+        CHECK((flags & ~QPB_FLAG_COUNTS) == 0);
+        CHECK(out.n > 0 && out.items);
+    } else {
+        CHECK(e.reason && *e.reason);
     }
     arena_free(&ar);
     return 0;

@@ -3,6 +3,7 @@
 // retention removed after the pop skips them instead of counting them; and tenants: one query
 // name in two tenants is two queries, and nothing of one is visible to another.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 
 import { get, post, api, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
@@ -17,7 +18,8 @@ const A = tok(TA), B = tok(TB), RO = tok(TA, 'read-only');
 let pg, node;
 before(async () => {
   pg = await startPostgres();
-  node = await startQueen({ env: { QUEEN_PG_URL: pg.url, RETENTION_INTERVAL: '300', PARTITION_CLEANUP_DAYS: '1', JWT_ENABLED: 'true', JWT_SECRET: SECRET } });
+  node = await startQueen({ env: { QUEEN_PG_URL: pg.url, RETENTION_INTERVAL: '300', PARTITION_CLEANUP_DAYS: '1', JWT_ENABLED: 'true', JWT_SECRET: SECRET,
+    QUEEN_ENCRYPTION_KEY: 'ab'.repeat(32) } });
 });
 after(async () => {
   if (node) { await node.stop(); rmrf(node.data); }
@@ -110,4 +112,43 @@ test('tenants: one query name in two tenants is two queries; B cannot read, cycl
   assert.equal((await get(node.url, '/streams/v1/queries/shared-q', A)).json.config_hash, 'ha', 'B dropped its own query only');
   const st = await get(node.url, '/status', B);
   assert.ok(st.json.streams.queries.every((q) => q.query_id !== ra.json.query_id), '/status shows a tenant its own queries');
+});
+
+test('sink pushes take the push path: an encrypted sink queue gets sealed records, every record the token\'s producer', async () => {
+  assert.equal((await post(node.url, '/api/v1/configure', { queue: 'lt-sealed', options: { encryptionEnabled: true } }, A)).status, 200);
+  const reg = await post(node.url, '/streams/v1/queries', { name: 'sealq', source_queue: 'x', config_hash: 'h' }, A);
+  const P = '0190c2d4-0000-7000-8000-0000000000f9';
+  const c = await post(node.url, '/streams/v1/cycle', { query_id: reg.json.query_id, partition_id: P, ack: null,
+    push_items: [{ queue: 'lt-sealed', partition: 's', payload: { secret: 42 } }, { queue: 'lt-plain', partition: 's', payload: { open: 1 } }] }, A);
+  assert.equal(c.json.success, true, c.text);
+  assert.equal(q1(`SELECT bool_and(get_byte(s.data, 1) & 8 = 8) FROM queen.segments s JOIN queen.partitions p ON p.id = s.partition_id
+    JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-sealed'`), 't', 'sealed at rest');
+  assert.equal(q1(`SELECT bool_and(get_byte(s.data, 1) & 8 = 0) FROM queen.segments s JOIN queen.partitions p ON p.id = s.partition_id
+    JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'lt-plain'`), 't');
+  const p = await get(node.url, '/api/v1/pop/queue/lt-sealed?batch=10', A);
+  assert.deepEqual(p.json.messages.map((m) => [m.data, m.producerSub]), [[{ secret: 42 }, 'svc-a']]);
+});
+
+test('the shard lock: a cycle or flush waits while its (query, partition) is held; another shard never waits', async () => {
+  const reg = await post(node.url, '/streams/v1/queries', { name: 'locks', source_queue: 'x', config_hash: 'h' }, A);
+  const id = reg.json.query_id;
+  const PA = '0190c2d4-0000-7000-8000-00000000aa01';
+  const PB = '0190c2d4-0000-7000-8000-00000000bb02';
+  // another transaction in the middle of a cycle on shard A: it holds A's lock for 2 s
+  const sql = `SELECT pg_advisory_lock(hashtextextended('queen.streams:${id}:${PA}', 0)); SELECT pg_sleep(2);`;
+  const args = ['-h', pg.sock, '-p', String(pg.port), '-U', 'postgres', '-At', '-c', sql];
+  const holder = process.getuid && process.getuid() === 0 ? spawn('runuser', ['-u', 'postgres', '--', 'psql', ...args], { cwd: '/' }) : spawn('psql', args);
+  const exited = new Promise((res) => holder.on('exit', res));
+  await until(async () => q1(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`) !== '0', 5000);
+  const t0 = Date.now();
+  const body = (P) => ({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k', value: { v: 1 } }], ack: null });
+  const a = post(node.url, '/streams/v1/cycle', body(PA), A).then((r) => ({ r, ms: Date.now() - t0 }));
+  const b = await post(node.url, '/streams/v1/cycle', body(PB), A);
+  const bMs = Date.now() - t0;
+  assert.equal(b.json.success, true, b.text);
+  assert.ok(bMs < 1000, `shard B answered in ${bMs} ms`);
+  const ra = await a;
+  assert.equal(ra.r.json.success, true, ra.r.text);
+  assert.ok(ra.ms >= 1500, `shard A waited for the holder (${ra.ms} ms)`);
+  await exited;
 });

@@ -184,6 +184,9 @@ test('cycle refusals: kv and timers with the reason, bad fields, null arrays acc
   const nul = await cycle({ query_id: id, partition_id: P, state_ops: null, push_items: null, ack: null });
   assert.equal(nul.status, 200, nul.text);
   assert.equal(nul.json.success, true);
+  const long = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2049), value: {} }] });
+  assert.equal(long.status, 400, 'a key longer than 2048 bytes');
+  assert.equal((await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key: 'k'.repeat(2048), value: {} }], ack: null })).json.success, true);
   const ut = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'merge', key: 'k' }] });
   assert.deepEqual([ut.status, ut.json.success, ut.json.error], [200, false, 'Unknown state_op type: merge']);
   const nt = await cycle({ query_id: id, partition_id: P, ack: { leaseId: P } });
@@ -316,6 +319,19 @@ test('flush (ack null): derived ids make a retried or concurrent flush emit once
   assert.equal(stale.json.success, false);
   assert.match(stale.json.error, /stale flush/);
   assert.equal((await sinkRecords('sink-f')).length, 1);
+  // a cycle that seeded the window before the flush closed it (another runner's flush): its
+  // result would count the window twice — refused, and its lease released so the batch comes
+  // back at once to be folded again
+  const group = `streams.${name}`;
+  await push([{ queue: 'src-f', partition: 'p0', payload: { n: 1 } }]);
+  const [m] = await pop('src-f', group);
+  const late = await cycle({ query_id: id, partition_id: m.partitionId, consumer_group: group, state_ops: [{ type: 'delete', key }],
+    push_items: [{ queue: 'sink-f', partition: 'p0', payload: { count: 3 } }], ack: { transactionId: m.transactionId, leaseId: m.leaseId, count: 1 } });
+  assert.equal(late.json.success, false);
+  assert.match(late.json.error, /stale state/);
+  assert.equal((await sinkRecords('sink-f')).length, 1);
+  const again = await pop('src-f', group);
+  assert.deepEqual(again.map((x) => x.transactionId), [m.transactionId], 'redelivered at once, not after the lease');
 });
 
 test('a cycle and a flush on one shard serialise; two shards never block each other', async () => {
@@ -345,4 +361,47 @@ test('tenant scope and /status counters', async () => {
   for (const k of ['cycles', 'flushes', 'sink_pushes', 'state_ops', 'conflicts', 'aborted_cycles', 'failed_cycles']) assert.equal(typeof q[k], 'number', k);
   assert.ok(s.json.streams.queries.some((x) => x.conflicts >= 1));
   assert.ok(s.json.streams.queries.some((x) => x.aborted_cycles >= 1));
+  assert.ok(s.json.streams.queries.every((x) => typeof x.state_rows === 'number'), 'every query with its state rows');
+  assert.ok(s.json.streams.queries.some((x) => x.state_rows > 0));
+  const m = await get(node.url, '/metrics/prometheus');
+  assert.match(m.text, /# TYPE queen_stream_state_rows gauge\nqueen_stream_state_rows\{query_id="[0-9a-f-]{36}",query="[^"]+"\} \d+/);
+  for (const f of ['cycles', 'flushes', 'sink_pushes', 'conflicts', 'aborted_cycles']) assert.match(m.text, new RegExp(`queen_stream_${f}_total\\{`));
+});
+
+test('an array of cycles: one transaction, each element in its own savepoint, answers in request order', async () => {
+  const name = uniq('arr');
+  const group = `streams.${name}`;
+  const id = (await register({ name, source_queue: 'src-arr', config_hash: 'h' })).json.query_id;
+  await push([0, 1].map((n) => ({ queue: 'src-arr', partition: 'p0', payload: { n } })));
+  const ms = await pop('src-arr', group);
+  const P = '0190c2d4-0000-7000-8000-0000000000a9';
+  const key = 'tumb:1\u001fw\u001fk';
+  const seed = await cycle({ query_id: id, partition_id: P, state_ops: [{ type: 'upsert', key, value: { acc: 5, windowEnd: 1 } }], ack: null });
+  assert.equal(seed.json.success, true);
+  const flush = { query_id: id, partition_id: P, state_ops: [{ type: 'delete', key }], push_items: [{ queue: 'sink-arr', payload: { acc: 5 } }], ack: null };
+  const r = await cycle([
+    { query_id: id, partition_id: ms[0].partitionId, consumer_group: group, state_ops: [{ type: 'upsert', key: 'a', value: { ok: 1 } }],
+      push_items: [{ queue: 'sink-arr', payload: { from: 'e0' } }], ack: { transactionId: ms[1].transactionId, leaseId: ms[1].leaseId, count: 2 } },
+    // a foreign lease: this element rolls back alone
+    { query_id: id, partition_id: ms[0].partitionId, consumer_group: group, state_ops: [{ type: 'upsert', key: 'b', value: { bad: 1 } }],
+      push_items: [{ queue: 'sink-arr', payload: { from: 'e1' } }], ack: { transactionId: ms[1].transactionId, leaseId: P, count: 2 } },
+    flush,
+    // the same flush again in the same request: found written, a replay
+    flush,
+    { query_id: id, partition_id: P, state_ops: [{ type: 'merge', key: 'x' }], ack: null },
+  ]);
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json.map((e) => [e.idx, e.success]), [[0, true], [1, false], [2, true], [3, true], [4, false]]);
+  assert.equal(r.json[0].ack_result.count, 2);
+  assert.equal(r.json[1].error, 'Invalid or expired lease');
+  assert.equal(r.json[2].push_results[0].status, 'queued');
+  assert.deepEqual([r.json[3].push_results[0].status, r.json[3].replay], ['duplicate', true]);
+  assert.equal(r.json[4].error, 'Unknown state_op type: merge');
+  // elements run in (query, partition) order (the lock order), so the sink order follows that
+  assert.deepEqual((await sinkRecords('sink-arr')).map((x) => JSON.stringify(x.payload)).sort(), ['{"acc":5}', '{"from":"e0"}']);
+  const st = await stateGet({ query_id: id, partition_id: ms[0].partitionId, keys: [] });
+  assert.deepEqual(st.json.rows.map((x) => x.key), ['a'], 'the failed element wrote nothing');
+  assert.equal((await cycle([{ query_id: id, partition_id: P, kv: [] }])).status, 400);
+  assert.equal((await cycle([])).status, 400);
+  assert.equal((await cycle([1])).status, 400);
 });

@@ -161,3 +161,45 @@ def test_malformed_bodies(broker, qname):
         r = post(broker, body)
         assert r.status_code == 400, r.text
         assert r.json()["reason"] == "too_large"
+
+
+async def test_client_binary_transaction(broker, qname):
+    """binary_push + push_compression sends a transaction with pushes as QTB1; the answer lists
+    the head's operations first, then the pushed messages, and the client puts them back."""
+    src, dst = qname, qname + "-out"
+    async with Queen(broker.url, binary_push=True, push_compression=True) as c:
+        await c.queue(src).push([{"data": {"n": 1}}, {"data": {"n": 2}}])
+        got = await c.queue(src).batch(2).wait(False).pop()
+        assert len(got) == 2
+        # pushes before the acks: the client sends the acks in the head and restores the order
+        res = await (c.transaction().queue(dst).push([{"data": {"o": 1}}, {"data": {"o": 2}}])
+                     .ack(got[0]).ack(got[1]).commit())
+        assert res["success"] is True, res
+        results = res["results"]
+        assert len(results) == 4, results
+        assert [r.get("index") for r in results] == [0, 1, 2, 3]
+        out = await c.queue(dst).batch(10).wait(False).pop()
+        assert datas(out) == [{"o": 1}, {"o": 2}]
+        assert await c.queue(src).batch(10).wait(False).pop() == []
+
+
+def test_wire_binary_transaction(broker, qname):
+    from queen.http.push_binary import encode_transaction_frames
+
+    head = b'{"operations":[],"requiredLeases":[]}'
+    body = encode_transaction_frames(head, [PushBatch(qname, "a", [b'{"t":1}'], ["qtb-1"]), PushBatch(qname, "b", [b"2"], None)])
+    r = httpx.post(broker.url + "/api/v1/transaction", content=body, headers=CT, timeout=30)
+    assert r.status_code == 200, r.text
+    assert r.json()["success"] is True
+    # a broken frame: 400 naming it, nothing of the transaction stored
+    bad = encode_transaction_frames(head, [PushBatch(qname, "c", [b'{"t":'], None)])
+    r = httpx.post(broker.url + "/api/v1/transaction", content=bad, headers=CT, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["reason"] == "bad_payload" and r.json()["group"] == 0
+    # a head that is not an object, and flag 2 (counts), which the client never sends
+    for b in (encode_transaction_frames(b"[1]", [PushBatch(qname, "c", [b"1"], None)]),
+              encode_transaction_frames(head, [PushBatch(qname, "c", [b"1"], None)], counts=True)):
+        r = httpx.post(broker.url + "/api/v1/transaction", content=b, headers=CT, timeout=30)
+        assert r.status_code == 400, r.text
+    got = httpx.get(f"{broker.url}/api/v1/pop/queue/{qname}?batch=10&wait=false&partitions=10", timeout=30).json()
+    assert sorted(str(m["data"]) for m in got["messages"]) == ["2", "{'t': 1}"]

@@ -27,6 +27,7 @@
 #include "db/embedded.h"
 #include "db/migrate.h"
 #include "kv/kv_results.h"
+#include "cp/cp_results.h"
 #include "queue/options.h"
 #include "sink/sinkdb_results.h"
 #include "storage/storage_results.h"
@@ -54,6 +55,10 @@ static const shape SHAPES[] = {
     {"tick_v1", COLS(TICK_V1_COLUMNS)},
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
+    {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
+    {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
+    {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
+    {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
     {"timers_fire_v2", COLS(TIMERS_FIRE_V2_COLUMNS)},
     {"timer_ops_v1", COLS(TIMER_OPS_V1_COLUMNS)},
     {"sink_clock_v1", COLS(SINK_CLOCK_V1_COLUMNS)},
@@ -67,6 +72,8 @@ static const shape SHAPES[] = {
     {"streams_partitions_v1", COLS(STREAMS_PARTITIONS_V1_COLUMNS)},
     {"streams_state_get_v1", COLS(STREAMS_STATE_GET_V1_COLUMNS)},
     {"streams_cycle_v1", COLS(STREAMS_CYCLE_V1_COLUMNS)},
+    {"streams_cycles_v1", COLS(STREAMS_CYCLES_V1_COLUMNS)},
+    {"streams_state_rows_v1", COLS(STREAMS_STATE_ROWS_V1_COLUMNS)},
     {"seek_v1", COLS(SEEK_V1_COLUMNS)},
     {"delete_group_v1", COLS(DELETE_GROUP_V1_COLUMNS)},
     {"set_subscription_v1", COLS(SET_SUBSCRIPTION_V1_COLUMNS)},

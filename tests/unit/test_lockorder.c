@@ -6,7 +6,8 @@
  * code and the migrations applied. Covered: a retention round against a group commit over two
  * queues (and that the round skips the partition a commit holds instead of waiting), the lease
  * store against an ack of the same group, partition cleanup against the dedup GC, a seek against
- * a group's first pop, two batches of timer ops naming the same keys in opposite orders. */
+ * a group's first pop, two batches of timer ops naming the same keys in opposite orders, a stream
+ * cycle against the drop of its query. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -438,6 +439,40 @@ static void test_timer_ops_key_order(void **state)
     PQfinish(w);
 }
 
+/* One flush-shaped stream cycle (no pushes, no ack) upserting `key` of shard (Q, P). */
+#define STREAM_Q "'0190c2e1-0000-7000-8000-00000000d001'::uuid"
+#define STREAM_P "'0190c2e1-0000-7000-8000-00000000d002'::uuid"
+#define STREAM_UPSERT(key)                                                                                      \
+    "SELECT * FROM queen.streams_cycle_v1(" TENANT ", " STREAM_Q ", " STREAM_P ", 'g', ARRAY['upsert'], "        \
+    "ARRAY['" key "'], ARRAY['{}'], NULL::uuid[], NULL::text[], NULL::text[], NULL::int[], NULL::int[], "        \
+    "NULL::bytea[], NULL::int[], NULL::int[], NULL::text[], 0, NULL, NULL, NULL, NULL, true, NULL, true, false)"
+
+/* A cycle holds a state row of its query (an upsert of an existing key) and then inserts a new
+ * key, whose foreign key wants a key-share lock on the query row; a drop of the query between the
+ * two takes the query row FOR UPDATE and waits for the state row. Without the key-share lock the
+ * cycle takes first, the two close a cycle; with it, the drop waits for the cycle from the start. */
+static void test_stream_cycle_vs_drop(void **state)
+{
+    (void)state;
+    PGconn *a = conn(), *b = conn(), *w = conn();
+    PQclear(run(w, "SELECT * FROM queen.streams_register_v1(" TENANT ", " STREAM_Q ", 'lo_q', 's', NULL, 'h', false)"));
+    PQclear(run(w, STREAM_UPSERT("k1")));
+    PQclear(run(a, "BEGIN"));
+    PQclear(run(a, STREAM_UPSERT("k1")));
+    start(b, "SELECT * FROM queen.streams_drop_v1(" TENANT ", 'lo_q')");
+    assert_int_equal(done_or_blocked(b, w), BLOCKED);
+    PQclear(run(a, STREAM_UPSERT("k2")));
+    PQclear(run(a, "COMMIT"));
+    PGresult *r = finish(b, "the drop");
+    assert_int_equal(PQntuples(r), 1);
+    assert_string_equal(PQgetvalue(r, 0, 1), "2");
+    PQclear(r);
+    assert_int_equal(value(w, "SELECT count(*) FROM queen.stream_state WHERE query_id = " STREAM_Q), 0);
+    PQfinish(a);
+    PQfinish(b);
+    PQfinish(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_cleanup_vs_dedup_gc),
         cmocka_unit_test(test_seek_vs_first_pop),
         cmocka_unit_test(test_timer_ops_key_order),
+        cmocka_unit_test(test_stream_cycle_vs_drop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

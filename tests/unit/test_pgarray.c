@@ -128,6 +128,43 @@ static void test_only_nulls_and_other_oids(void **state)
     pgarray_free(&a);
 }
 
+/* appending arrays: the elements of each in order, nulls carried, empty ones adding nothing,
+ * and the result the same bytes as one array built element by element */
+static void test_append_array(void **state)
+{
+    (void)state;
+    pgarray x, y, e, out, one;
+    pgarray_begin(&x, OID_TEXT);
+    pgarray_add(&x, "ab", 2);
+    pgarray_finish(&x);
+    pgarray_begin(&e, OID_TEXT);
+    pgarray_finish(&e);
+    pgarray_begin(&y, OID_TEXT);
+    pgarray_add_null(&y);
+    pgarray_add(&y, "c", 1);
+    pgarray_finish(&y);
+    pgarray_begin(&out, OID_TEXT);
+    pgarray_append_array(&out, &x);
+    pgarray_append_array(&out, &e);
+    pgarray_append_array(&out, &y);
+    pgarray_finish(&out);
+    pgarray_begin(&one, OID_TEXT);
+    pgarray_add(&one, "ab", 2);
+    pgarray_add_null(&one);
+    pgarray_add(&one, "c", 1);
+    pgarray_finish(&one);
+    assert_int_equal(out.count, 3);
+    assert_int_equal(out.has_null, 1);
+    header_eq(&out, 1, OID_TEXT, 3);
+    assert_int_equal(out.b.len, one.b.len);
+    assert_memory_equal(out.b.data, one.b.data, one.b.len);
+    pgarray_free(&x);
+    pgarray_free(&y);
+    pgarray_free(&e);
+    pgarray_free(&out);
+    pgarray_free(&one);
+}
+
 static void test_many_elements(void **state)
 {
     (void)state;
@@ -153,6 +190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_append_array),
         cmocka_unit_test(test_int4),
         cmocka_unit_test(test_int8),
         cmocka_unit_test(test_text_and_null),

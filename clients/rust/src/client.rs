@@ -21,6 +21,7 @@ pub const QUEUE_MODE: &str = "__QUEUE_MODE__";
 #[derive(Clone)]
 pub struct Queen {
     pub(crate) http: HttpClient,
+    pub(crate) binary_push: bool,
 }
 
 /// Builder for [`Queen`]: several URLs, a bearer token, extra headers, retry knobs.
@@ -28,6 +29,7 @@ pub struct Queen {
 pub struct QueenBuilder {
     cfg: HttpConfig,
     urls: Vec<String>,
+    binary_push: bool,
 }
 
 impl QueenBuilder {
@@ -52,6 +54,12 @@ impl QueenBuilder {
         self.cfg.retry_attempts = n;
         self
     }
+    /// Push in the 2.x binary body (QPB1, flag 4: every item with its transactionId) instead
+    /// of JSON; an item with a traceId, or a name over 65535 bytes, goes as JSON.
+    pub fn binary_push(mut self, on: bool) -> Self {
+        self.binary_push = on;
+        self
+    }
     /// First back-off of a 5xx/network retry (default 1 s, doubled each time).
     pub fn retry_base(mut self, d: Duration) -> Self {
         self.cfg.retry_base = d;
@@ -70,7 +78,7 @@ impl QueenBuilder {
         if !self.urls.is_empty() {
             self.cfg.urls = self.urls;
         }
-        Ok(Queen { http: HttpClient::new(self.cfg)? })
+        Ok(Queen { http: HttpClient::new(self.cfg)?, binary_push: self.binary_push })
     }
 }
 
@@ -217,7 +225,7 @@ impl Queen {
         Locks { queen: self.clone() }
     }
     pub fn transaction(&self) -> Transaction {
-        Transaction { queen: self.clone(), operations: vec![], leases: vec![], kv: vec![], timers: vec![] }
+        Transaction { queen: self.clone(), operations: vec![], leases: vec![], kv: vec![], timers: vec![], refused: None }
     }
 
     /// Acknowledge one message: `completed`, `failed` (retry/dead-letter by the queue's policy),
@@ -664,12 +672,53 @@ fn is_uuid_v4(s: &str) -> bool {
         && matches!(b[19].to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b')
 }
 
+/// The QPB1 body (flag 4) of push items, consecutive items of one (queue, partition) in one
+/// group; None when an item cannot go in it (a traceId, a name or id over 65535 bytes).
+pub fn encode_qpb1(items: &[Value]) -> Option<Vec<u8>> {
+    let mut groups: Vec<(&str, &str, Vec<(&str, Vec<u8>)>)> = vec![];
+    for it in items {
+        if it.get("traceId").is_some() {
+            return None;
+        }
+        let (q, p, t) = (it["queue"].as_str()?, it["partition"].as_str()?, it["transactionId"].as_str()?);
+        if q.len() > 65535 || p.len() > 65535 || t.len() > 65535 {
+            return None;
+        }
+        let payload = serde_json::to_vec(it.get("payload").unwrap_or(&Value::Null)).ok()?;
+        match groups.last_mut() {
+            Some((gq, gp, msgs)) if *gq == q && *gp == p => msgs.push((t, payload)),
+            _ => groups.push((q, p, vec![(t, payload)])),
+        }
+    }
+    let mut b = Vec::with_capacity(64 + items.len() * 64);
+    b.extend_from_slice(b"QPB1");
+    b.push(4);
+    b.extend_from_slice(&(groups.len() as u32).to_le_bytes());
+    for (q, p, msgs) in &groups {
+        b.extend_from_slice(&(q.len() as u16).to_le_bytes());
+        b.extend_from_slice(q.as_bytes());
+        b.extend_from_slice(&(p.len() as u16).to_le_bytes());
+        b.extend_from_slice(p.as_bytes());
+        b.extend_from_slice(&(msgs.len() as u32).to_le_bytes());
+        for (t, payload) in msgs {
+            b.extend_from_slice(&(t.len() as u16).to_le_bytes());
+            b.extend_from_slice(t.as_bytes());
+            b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            b.extend_from_slice(payload);
+        }
+    }
+    Some(b)
+}
+
 pub(crate) async fn push_items(queen: &Queen, items: Vec<Value>) -> Result<Vec<PushResult>> {
     if items.is_empty() {
         return Ok(vec![]);
     }
     let txns: Vec<String> = items.iter().map(|i| i["transactionId"].as_str().unwrap_or_default().to_string()).collect();
-    let v = queen.http.post("/api/v1/push", &json!({"items": items})).await?;
+    let v = match queen.binary_push.then(|| encode_qpb1(&items)).flatten() {
+        Some(bytes) => queen.http.request_raw(Method::POST, "/api/v1/push", Some(("application/x-queen-push", bytes)), &CallOpts::default()).await?.1,
+        None => queen.http.post("/api/v1/push", &json!({"items": items})).await?,
+    };
     let arr = match v {
         Some(Value::Array(a)) => a,
         Some(o) if o.get("error").is_some() => return Err(Error::Protocol(format!("push: {}", o["error"]))),
@@ -695,6 +744,7 @@ pub struct Transaction {
     leases: Vec<String>,
     kv: Vec<Value>,
     timers: Vec<Value>,
+    refused: Option<String>,
 }
 
 /// The KV rider of a transaction (`tx.kv()`): the ops of [`KvOp`], committed with the bundle.
@@ -703,8 +753,15 @@ pub struct TxKv<'a> {
 }
 
 impl TxKv<'_> {
+    /// Add a KV op to the bundle. `getPrefix` is refused (unbounded inside a transaction): the
+    /// commit then fails with `Error::Invalid`.
     pub fn op(self, op: KvOp) -> Self {
-        self.tx.kv.push(op.into_json());
+        let v = op.into_json();
+        if v.get("op").and_then(Value::as_str) == Some("getPrefix") {
+            self.tx.refused.get_or_insert_with(|| "tx.kv(): getPrefix is refused inside a transaction (unbounded cost)".into());
+        } else {
+            self.tx.kv.push(v);
+        }
         self
     }
 }
@@ -764,7 +821,21 @@ impl Transaction {
         self.kv.push(KvOp::put_if_absent(ns, key, json!(true), ttl_seconds).required().into_json());
         self
     }
+    /// Commit only while `permit` is still held: its `guard` (a `check` of the lock's row at the
+    /// current token, `required`) goes first in the KV rider.
+    pub fn guard(mut self, permit: &crate::locks::LockPermit) -> Self {
+        match &permit.guard {
+            Some(g) => self.kv.insert(0, g.clone()),
+            None => {
+                self.refused.get_or_insert_with(|| format!("lock {:?} has no guard (not held)", permit.name));
+            }
+        }
+        self
+    }
     pub async fn commit(self) -> Result<TxResult> {
+        if let Some(r) = self.refused {
+            return Err(Error::Invalid(r));
+        }
         if self.operations.is_empty() && self.kv.is_empty() && self.timers.is_empty() {
             return Err(Error::Invalid("a transaction needs at least one operation".into()));
         }

@@ -145,6 +145,16 @@ impl HttpClient {
     }
 
     pub(crate) async fn request(&self, method: Method, path: &str, body: Option<&Value>, opts: &CallOpts) -> Result<(u16, Option<Value>)> {
+        let raw = match body {
+            // an empty object is not sent at all (the 2.x convention)
+            Some(b) if !(b.as_object().map(|o| o.is_empty()).unwrap_or(false)) => Some(("application/json", serde_json::to_vec(b).unwrap_or_default())),
+            _ => None,
+        };
+        self.request_raw(method, path, raw, opts).await
+    }
+
+    /// As `request`, with a body of bytes and its content type.
+    pub(crate) async fn request_raw(&self, method: Method, path: &str, body: Option<(&str, Vec<u8>)>, opts: &CallOpts) -> Result<(u16, Option<Value>)> {
         let cfg = &self.inner.cfg;
         let mut server_failures: u32 = 0;
         let mut rate_limited: u32 = 0;
@@ -164,11 +174,8 @@ impl HttpClient {
             for (k, v) in &cfg.headers {
                 rb = rb.header(k, v);
             }
-            // an empty object is not sent at all (the 2.x convention)
-            if let Some(b) = body {
-                if !(b.is_object() && b.as_object().map(|o| o.is_empty()).unwrap_or(false)) {
-                    rb = rb.header("content-type", "application/json").body(serde_json::to_vec(b).unwrap_or_default());
-                }
+            if let Some((ct, bytes)) = &body {
+                rb = rb.header("content-type", *ct).body(bytes.clone());
             }
             let outcome = rb.send().await;
             let retry_server = |failures: u32| -> Option<Duration> {

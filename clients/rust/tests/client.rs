@@ -76,7 +76,8 @@ async fn lease_renewal() {
     let lease = ms[0].lease_id.clone().unwrap();
     for _ in 0..3 {
         tokio::time::sleep(Duration::from_millis(900)).await;
-        assert!(q.renew(&lease).await.unwrap());
+        let ok = q.renew(&lease).await.unwrap();
+        assert!(ok, "renew of {lease} refused; popped {:?}", ms[0].raw);
     }
     // 2.7 s past the pop with a 2 s lease: still ours, so the ack lands
     assert!(q.ack(&ms[0], "completed", None).await.unwrap());
@@ -261,4 +262,90 @@ async fn kv_and_locks_when_the_broker_has_them() {
         }
     }
     let _: Option<Value> = None;
+}
+
+#[tokio::test]
+async fn consumer_group_seek_and_delete() {
+    let q = queen();
+    let name = uniq("groups");
+    let g = uniq("group"); // DELETE of a group is for every queue: a name no other test uses
+    q.queue(&name).push((0..3).map(|i| json!({"i": i}))).await.unwrap();
+    // a first pop registers the group; then seek it to the end: nothing left to read
+    let first = q.queue(&name).group(&g).batch(1).timeout(Duration::from_secs(5)).pop().await.unwrap();
+    q.ack(&first[0], "completed", None).await.unwrap();
+    q.seek(&g, &name, json!({"toEnd": true})).await.unwrap();
+    assert!(q.queue(&name).group(&g).batch(10).wait(false).pop().await.unwrap().is_empty());
+    let groups = q.consumer_groups().await.unwrap().unwrap();
+    assert!(groups.to_string().contains(&format!("\"{g}\"")), "{groups}");
+    // deleted: a new group of the same name starts from the beginning again
+    q.delete_consumer_group(&g, true).await.unwrap();
+    assert_eq!(drain(&q, &name, &g, 3, Duration::from_secs(10)).await.len(), 3);
+}
+
+/// The riders cannot be exercised against a broker that has no `kv`/`timers` rider yet, so
+/// their wire shape is checked against a scripted server: top-level siblings of `operations`,
+/// the lock guard first in `kv`, `requiredLeases` from the acks, and the kv_precondition answer
+/// read as a verdict, not an error.
+#[tokio::test]
+async fn transaction_riders_on_the_wire() {
+    let answer = r#"{"success":false,"reason":"kv_precondition","failedIndex":2,"kvReason":"exists","results":[]}"#;
+    let (addr, seen) = scripted(vec![resp("200 OK", "", answer)]).await;
+    let q = Queen::builder().url(addr).build().unwrap();
+    let m = queen_mq::Message::from_value(json!({"id": "i1", "transactionId": "t1", "partitionId": "p-1", "leaseId": "L1", "consumerGroup": "g", "data": {}})).unwrap();
+    let permit = queen_mq::LockPermit { name: "job".into(), slot: Some(0), token: json!(7), owner: "me".into(), guard: Some(json!({"op": "check", "ns": "queen-locks", "key": "job#0", "expect": 7, "required": true})) };
+    let mut tx = q.transaction().ack(&m, "completed").push(&q.queue("out"), vec![json!({"a": 1})]).once("dedup", "order-1", Some(3600));
+    tx.timers().op(TimerOp::schedule("later", "k1", &json!({"x": 1}), 5000));
+    let r = tx.guard(&permit).commit().await.unwrap();
+    assert!(!r.success);
+    assert_eq!((r.reason.as_deref(), r.failed_index), (Some("kv_precondition"), Some(2)));
+    let req = seen.lock().unwrap()[0].1.clone();
+    let body: Value = queen_mq::serde_json::from_str(&req[req.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["requiredLeases"], json!(["L1"]));
+    assert_eq!(body["operations"][0], json!({"type": "ack", "transactionId": "t1", "partitionId": "p-1", "status": "completed", "consumerGroup": "g", "leaseId": "L1"}));
+    assert_eq!(body["operations"][1]["type"], json!("push"));
+    assert_eq!(body["kv"][0]["op"], json!("check"), "the guard goes first: {body}");
+    assert_eq!(body["kv"][1], json!({"op": "putIfAbsent", "ns": "dedup", "key": "order-1", "value": true, "ttlSeconds": 3600, "required": true}));
+    assert_eq!(body["timers"][0]["op"], json!("schedule"));
+    assert_eq!(body["timers"][0]["payload"], json!(queen_mq::util::base64_encode(br#"{"x":1}"#)));
+    // getPrefix is refused client-side, before anything is sent
+    let mut tx = q.transaction();
+    tx.kv().op(queen_mq::KvOp::get_prefix("ns", "a", None, None));
+    assert!(matches!(tx.commit().await, Err(Error::Invalid(_))));
+}
+
+#[tokio::test]
+async fn binary_push_qpb1() {
+    let q = Queen::builder().url(url()).binary_push(true).build().unwrap();
+    let name = uniq("qpb1");
+    let items = vec![
+        PushItem::new(json!({"n": 1, "s": "dünn"})).partition("a").transaction_id("b-1"),
+        PushItem::new(json!({"n": 2})).partition("a").transaction_id("b-2"),
+        PushItem::new(json!([1, 2, 3])).partition("b"),
+    ];
+    let r = q.queue(&name).push(items).await.unwrap();
+    assert!(r.iter().all(|x| x.is_queued()), "{r:?}");
+    let again = q.queue(&name).push(vec![PushItem::new(json!({"n": 1})).partition("a").transaction_id("b-1")]).await.unwrap();
+    assert!(again[0].is_duplicate(), "{again:?}");
+    let a = q.fetch(&name, "a", 0).await.unwrap();
+    assert_eq!(a.records.iter().map(|r| (r.transaction_id.clone(), r.payload.clone())).collect::<Vec<_>>(),
+        vec![("b-1".to_string(), json!({"n": 1, "s": "dünn"})), ("b-2".to_string(), json!({"n": 2}))]);
+    assert_eq!(q.fetch(&name, "b", 0).await.unwrap().records[0].payload, json!([1, 2, 3]));
+    // a traceId cannot ride in QPB1: that push goes as JSON and still lands
+    let t = q.queue(&name).push(vec![PushItem::new(json!({"n": 9})).trace_id("0190c2d4-0000-4000-8000-000000000001")]).await.unwrap();
+    assert!(t[0].is_queued());
+}
+
+#[tokio::test]
+async fn qpb1_bytes_and_content_type() {
+    let items = vec![json!({"queue": "q", "partition": "p", "payload": {"a": 1}, "transactionId": "t"}), json!({"queue": "q", "partition": "p", "payload": 2, "transactionId": "u"})];
+    let b = queen_mq::client::encode_qpb1(&items).unwrap();
+    let mut want = b"QPB1\x04\x01\x00\x00\x00\x01\x00q\x01\x00p\x02\x00\x00\x00".to_vec();
+    want.extend_from_slice(b"\x01\x00t\x07\x00\x00\x00{\"a\":1}\x01\x00u\x01\x00\x00\x002");
+    assert_eq!(b, want);
+    assert!(queen_mq::client::encode_qpb1(&[json!({"queue": "q", "partition": "p", "payload": 1, "transactionId": "t", "traceId": "x"})]).is_none());
+    let (addr, seen) = scripted(vec![resp("201 Created", "", r#"[{"index":0,"status":"queued","transaction_id":"t"}]"#)]).await;
+    let q = Queen::builder().url(addr).binary_push(true).build().unwrap();
+    q.queue("q").push(vec![PushItem::new(json!({})).transaction_id("t")]).await.unwrap();
+    let req = seen.lock().unwrap()[0].1.to_ascii_lowercase();
+    assert!(req.contains("content-type: application/x-queen-push") && req.contains("qpb1"), "{req}");
 }

@@ -240,3 +240,109 @@ async fn a_changed_chain_is_refused_until_reset() {
     assert!(matches!(e, Error::ConfigMismatch(_)), "{e}");
     changed().run(&q, RunOptions::new(&query).reset(true)).await.unwrap().stop().await.unwrap();
 }
+
+#[tokio::test]
+async fn processing_time_idle_flush_closes_on_the_brokers_safe_time() {
+    let q = queen();
+    let (src, sink) = (uniq("pt-src"), uniq("pt-sink"));
+    let h = Stream::from(q.queue(&src)).window_tumbling(1).idle_flush_ms(200).aggregate_count("count").to(q.queue(&sink))
+        .run(&q, opts(&uniq("pt"))).await.unwrap();
+    q.queue(&src).partition("a").push((0..3).map(|i| json!({"i": i}))).await.unwrap();
+    q.queue(&src).partition("b").push((0..2).map(|i| json!({"i": i}))).await.unwrap();
+    // no later message arrives: only the flush can close these windows (createdAt + ≤ 1 s)
+    let got = drain_exact(&q, &sink, "r", 2, Duration::from_secs(15), Duration::from_millis(1500)).await;
+    let st = h.stop().await.unwrap();
+    let total: i64 = got.iter().map(|v| v["count"].as_i64().unwrap()).sum();
+    assert_eq!(total, 5, "{got:?}");
+    assert!(st.flush_cycles >= 2, "{st:?}");
+    // each sink message is on its source partition's name
+    let ch = q.changed_since(&sink, None).await.unwrap();
+    let mut names: Vec<String> = ch.partitions.iter().map(|p| p.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, vec!["a".to_string(), "b".to_string()]);
+}
+
+#[tokio::test]
+async fn a_restarted_runner_flushes_the_open_window_of_a_quiet_partition() {
+    let q = queen();
+    let (src, sink) = (uniq("rf-src"), uniq("rf-sink"));
+    let query = uniq("rf");
+    let chain = || Stream::from(q.queue(&src)).window_tumbling(4).event_time(|r| r.number("ts") as i64).idle_flush_ms(300)
+        .aggregate_count("count").to(q.queue(&sink));
+    push_ts(&q, &src, "p", &[1_000, 2_000]).await;
+    let h = chain().run(&q, opts(&query)).await.unwrap();
+    // run 1 folds both (the window [0,4) needs 2 s of quiet), then stops before that
+    let t0 = std::time::Instant::now();
+    while h.stats().messages < 2 && t0.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let st1 = h.stop().await.unwrap();
+    assert_eq!((st1.messages, st1.flush_cycles), (2, 0), "{st1:?}");
+    // run 2 pops nothing: it knows the partition from the broker (touched_within_ms) and its
+    // acked stamp from __wm__, and the idle flush closes the window
+    let h = chain().run(&q, RunOptions::new(&query).max_wait(Duration::from_millis(200))).await.unwrap();
+    let got = drain_exact(&q, &sink, "r", 1, Duration::from_secs(15), Duration::from_millis(1000)).await;
+    let st2 = h.stop().await.unwrap();
+    assert_eq!(got, vec![json!({"count": 2})], "{st2:?}");
+    assert!(st2.flush_cycles >= 1 && st2.messages == 0, "{st2:?}");
+}
+
+#[tokio::test]
+async fn gate_acks_source_messages_not_values() {
+    let q = queen();
+    let (src, sink) = (uniq("gv-src"), uniq("gv-sink"));
+    q.queue(&src).configure(json!({"leaseTime": 2})).await.unwrap();
+    q.queue(&src).push((1..=4).map(|i| PushItem::new(json!({"seq": i, "skip": false})).partition("p"))
+        .chain((5..=6).map(|i| PushItem::new(json!({"seq": i, "skip": true})).partition("p")))).await.unwrap();
+    // each message becomes two values; the second value of message 3 is denied once: nothing of
+    // message 3 may be emitted or acked in that cycle (the earlier SDK acked it whole and lost
+    // the denied copy), and the all-filtered tail (5, 6) is acked, not redelivered forever
+    let denied = Arc::new(AtomicBool::new(false));
+    let d = denied.clone();
+    let h = Stream::from(q.queue(&src))
+        .filter(|v| !v["skip"].as_bool().unwrap_or(false))
+        .flat_map(|v| vec![json!({"seq": v["seq"], "copy": 0}), json!({"seq": v["seq"], "copy": 1})])
+        .gate(move |v, ctx| {
+            if v["seq"] == json!(3) && v["copy"] == json!(1) && !d.swap(true, Ordering::SeqCst) {
+                return false;
+            }
+            let n = ctx.state.get("n").and_then(Value::as_i64).unwrap_or(0);
+            ctx.state.insert("n".into(), json!(n + 1));
+            true
+        })
+        .to(q.queue(&sink))
+        .run(&q, opts(&uniq("gv")))
+        .await
+        .unwrap();
+    let got = drain_exact(&q, &sink, "r", 8, Duration::from_secs(30), Duration::from_millis(3000)).await;
+    let st = h.stop().await.unwrap();
+    let pairs: Vec<(i64, i64)> = got.iter().map(|v| (v["seq"].as_i64().unwrap(), v["copy"].as_i64().unwrap())).collect();
+    assert_eq!(pairs, vec![(1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1)], "{st:?}");
+    assert_eq!(st.messages, 6 + 4, "the first pop (6) and the redelivery of 3..6 (4), nothing more: {st:?}");
+}
+
+#[tokio::test]
+async fn an_operator_that_panics_commits_nothing_and_the_batch_comes_back() {
+    let q = queen();
+    let (src, sink) = (uniq("pn-src"), uniq("pn-sink"));
+    q.queue(&src).configure(json!({"leaseTime": 2})).await.unwrap();
+    q.queue(&src).push((1..=3).map(|i| PushItem::new(json!({"seq": i})).partition("p"))).await.unwrap();
+    let once = Arc::new(AtomicBool::new(false));
+    let o = once.clone();
+    let h = Stream::from(q.queue(&src))
+        .map(move |v| {
+            if v["seq"] == json!(2) && !o.swap(true, Ordering::SeqCst) {
+                panic!("deliberate operator panic (test)");
+            }
+            v
+        })
+        .to(q.queue(&sink))
+        .run(&q, opts(&uniq("pn")))
+        .await
+        .unwrap();
+    let got = drain_exact(&q, &sink, "r", 3, Duration::from_secs(20), Duration::from_millis(1000)).await;
+    let st = h.stop().await.unwrap();
+    let seqs: Vec<i64> = got.iter().map(|v| v["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, vec![1, 2, 3], "{st:?}");
+    assert!(st.errors >= 1 && st.last_error.as_deref().unwrap_or("").contains("panicked"), "{st:?}");
+}

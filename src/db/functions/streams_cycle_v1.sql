@@ -7,10 +7,12 @@
 --      the dedup probe, partition order, the stamp). When push_v1 finds known transactionIds
 --      (kind 1) or a full queue (kind 2) it wrote nothing: those rows are returned and nothing
 --      else is done; the node drops the duplicates and calls again (a full queue fails the cycle).
---   3. the state ops, in order (upsert, delete). A flush (p_fence: no ack) that deletes a row
---      which is no longer there read stale state: another flush or cycle closed that window
---      first. It raises QS005 unless p_replay (the node found every one of its pushes already
---      written: the same flush committed before, its answer was lost) — then it is a no-op.
+--   3. the state ops, in order (upsert, delete). A cycle or flush (p_fence: no ack) that deletes
+--      a row which is no longer there read stale state: another flush or cycle closed that window
+--      first, and what it emits for it would count the window's records twice. It raises QS005
+--      unless p_replay (the node found every one of its pushes already written: the same cycle
+--      committed before, its answer was lost) — then the delete is a no-op. (For a cycle with an
+--      ack the node then releases the lease, so the batch comes back at once.)
 --   4. the ack (p_ack_txn not NULL), on the group's cursor of the source partition, under its
 --      row lock: the lease must be live and, when p_ack_lease is given, that lease (QS001
 --      'Invalid or expired lease'); the transactionId must be one the lease delivered (QS002
@@ -98,9 +100,13 @@ BEGIN
             DELETE FROM queen.stream_state s
              WHERE s.query_id = p_query AND s.partition_uuid = p_source AND s.key = p_op_keys[i];
             v_found := FOUND;
-            IF NOT v_found AND p_fence THEN
+            IF NOT v_found THEN
                 IF NOT p_replay THEN
-                    RAISE EXCEPTION 'stale flush: state row "%" was already closed by another cycle or flush', p_op_keys[i]
+                    IF p_fence THEN
+                        RAISE EXCEPTION 'stale flush: state row "%" was already closed by another cycle or flush', p_op_keys[i]
+                            USING ERRCODE = 'QS005';
+                    END IF;
+                    RAISE EXCEPTION 'stale state: state row "%" was already closed by another cycle or flush; the batch comes back and is folded again', p_op_keys[i]
                         USING ERRCODE = 'QS005';
                 END IF;
                 v_replayed := true;

@@ -236,11 +236,15 @@ pub(crate) async fn start(stream: Stream, queen: Queen, opts: RunOptions) -> Res
     let mut tasks = vec![];
     let idle = rt.stages.window.as_ref().map(|w| w.idle_flush_ms).unwrap_or(0);
     if idle > 0 {
-        // partitions written in the last five minutes may hold open windows of an earlier run
-        if let Ok(ch) = rt.queen.changed_since(&rt.source.name, Some((now_ms() - RECENT_MS) * 1000)).await {
+        // the partitions an earlier run committed cycles on in the last five minutes may hold
+        // open windows: the flush sweeps them too (their acked stamp is in `__wm__`)
+        let seen = rt.queen.http.post("/streams/v1/state/get", &json!({"query_id": rt.qid, "touched_within_ms": RECENT_MS})).await;
+        if let Ok(Some(v)) = seen {
             let mut t = rt.touched.lock().unwrap();
-            for p in ch.partitions {
-                t.entry(p.id).or_insert(Touched { name: p.name, at: now_ms(), last_stamp_us: None });
+            for p in v.get("partitions").and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(id), Some(name)) = (p.get("partition_id").and_then(Value::as_str), p.get("partition").and_then(Value::as_str)) {
+                    t.entry(id.to_string()).or_insert(Touched { name: name.to_string(), at: now_ms(), last_stamp_us: None });
+                }
             }
         }
         let r = rt.clone();
@@ -312,6 +316,21 @@ impl Rt {
                 self.pause(Duration::from_millis(50)).await;
                 continue;
             }
+            // slow operators must not lose the lease mid-batch (the earlier SDK never renewed):
+            // renew every 5 s until the batch's cycles are committed
+            let mut leases: Vec<String> = msgs.iter().filter_map(|m| m.lease_id.clone()).collect();
+            leases.dedup();
+            let renewer = {
+                let q = self.queen.clone();
+                tokio::spawn(async move {
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(5)).await;
+                        for l in &leases {
+                            let _ = q.renew(l).await;
+                        }
+                    }
+                })
+            };
             let mut groups: Vec<(String, Vec<Message>)> = vec![];
             for m in msgs {
                 match groups.iter_mut().find(|(p, _)| *p == m.partition_id) {
@@ -319,6 +338,9 @@ impl Rt {
                     None => groups.push((m.partition_id.clone(), vec![m])),
                 }
             }
+            // the partitions of one pop are independent shards: their cycles run concurrently
+            // (each under its partition's lock, so a flush never interleaves with one)
+            let mut cycles = tokio::task::JoinSet::new();
             for (pid, mut g) in groups {
                 g.sort_by(|a, b| (a.created_at_us().unwrap_or(0), &a.id).cmp(&(b.created_at_us().unwrap_or(0), &b.id)));
                 {
@@ -328,18 +350,30 @@ impl Rt {
                     e.at = now;
                     t.retain(|_, v| v.at >= now - RECENT_MS);
                 }
-                let lock = self.lock_of(&pid);
-                let _guard = lock.lock().await;
-                let n = g.len() as u64;
-                match self.cycle(&pid, &g).await {
-                    Ok(()) => {
-                        let mut s = self.stats.lock().unwrap();
-                        s.cycles += 1;
-                        s.messages += n;
+                let me = self.clone();
+                cycles.spawn(async move {
+                    let lock = me.lock_of(&pid);
+                    let _guard = lock.lock().await;
+                    let n = g.len() as u64;
+                    match me.cycle(&pid, &g).await {
+                        Ok(()) => {
+                            let mut s = me.stats.lock().unwrap();
+                            s.cycles += 1;
+                            s.messages += n;
+                        }
+                        Err(e) => me.report(&e),
                     }
-                    Err(e) => self.report(&e),
+                });
+            }
+            while let Some(r) = cycles.join_next().await {
+                // an operator that panics commits nothing: the batch comes back with the lease
+                if let Err(e) = r {
+                    if e.is_panic() {
+                        self.report(&Error::Invalid(format!("an operator panicked; the batch was not committed and comes back with the lease: {e}")));
+                    }
                 }
             }
+            renewer.abort();
         }
     }
 
@@ -499,13 +533,24 @@ impl Rt {
         let mut touched: Vec<String> = vec![];
         let now = now_ms();
         let mut allowed: Vec<Emit> = vec![];
-        // the number of source messages fully allowed (a flat_map'd message counts once all of
-        // its values are allowed)
-        let mut last_allowed_src: Option<usize> = None;
+        // Decisions are taken per value, acks per source message: a message is acked only when
+        // every value it became (flat_map) was allowed. A deny rolls back to the start of its
+        // source message (state, emits), so no value of it is emitted now and none is lost: the
+        // whole message comes back with the lease. Messages filtered out before the last fully
+        // allowed one are acked with it; a batch filtered out whole is acked whole.
         let mut denied = false;
         let total = envs.len();
-        let mut n_allowed_envs = 0usize;
+        let mut current_src: Option<usize> = None;
+        let mut last_complete_src: Option<usize> = None;
+        let mut checkpoint = (live.clone(), touched.clone(), 0usize);
         for (e, src) in envs {
+            if src != current_src {
+                if current_src.is_some() {
+                    last_complete_src = current_src;
+                }
+                checkpoint = (live.clone(), touched.clone(), allowed.len());
+                current_src = src;
+            }
             let state = live.entry(e.key.clone()).or_insert_with(|| loaded.get(&e.key).and_then(Value::as_object).cloned().unwrap_or_default());
             let mut ctx = GateCtx { state: state.clone(), stream_time_ms: now, partition_id: pid.to_string(), partition: pname.to_string(), key: e.key.clone() };
             if gate(&e.value, &mut ctx) {
@@ -513,22 +558,26 @@ impl Rt {
                 if !touched.contains(&e.key) {
                     touched.push(e.key.clone());
                 }
-                last_allowed_src = src.or(last_allowed_src);
-                n_allowed_envs += 1;
                 allowed.push(Emit { key: e.key, window_start: 0, window_end: 0, window_key: String::new(), value: e.value });
             } else {
                 denied = true;
-                // messages before the denied one that the pre stages filtered out are acked too
+                let (l, t, n) = checkpoint;
+                live = l;
+                touched = t;
+                allowed.truncate(n);
                 break;
             }
         }
+        if !denied && current_src.is_some() {
+            last_complete_src = current_src;
+        }
         {
             let mut s = self.stats.lock().unwrap();
-            s.gate_allowed += n_allowed_envs as u64;
-            s.gate_denied += (total - n_allowed_envs) as u64;
+            s.gate_allowed += allowed.len() as u64;
+            s.gate_denied += (total - allowed.len()) as u64;
         }
         let ack_upto = if denied {
-            match last_allowed_src {
+            match last_complete_src {
                 Some(i) => i,
                 None => return Ok(()), // a first-message deny: no cycle at all, the lease times out
             }

@@ -1,0 +1,544 @@
+/* api_cp.c — the embedded proxy (docs/control-plane.md): its gate, the admission of data-plane
+ * requests of cluster tenants (on both ports), and the control-plane routes under /api/cp/.
+ *
+ * The proxy listens on QUEEN_PROXY_PORT when QUEEN_PROXY_CP_TOKEN is set. It serves
+ *  - /api/cp/... for the operator, authenticated by x-queen-cp-token (compared in constant
+ *    time, never logged);
+ *  - the data plane (the broker's routes, less the node-wide /metrics and /status) for the
+ *    clusters: a request carries a cluster's token (Authorization: Bearer qcp_...) or, with
+ *    JWT_ENABLED, a JWT whose tenant is a cluster's; it acts for that cluster's tenant only.
+ * The broker port keeps serving as before; a JWT there whose tenant is a cluster's is admitted
+ * by the same rules (status and quotas). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "core/arena.h"
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "core/uuid.h"
+#include "cp/cp.h"
+#include "cp/cp_results.h"
+
+/* ------------------------------------------------------------------ admission */
+
+enum route_class { RC_READ, RC_PUSH, RC_WRITE };
+
+static enum route_class route_class_of(http_req *r)
+{
+    const char *p = http_route_pattern(r);
+    if (strcmp(r->method, "POST") == 0 && (strcmp(p, "/api/v1/push") == 0 || strcmp(p, "/api/v1/timers") == 0))
+        return RC_PUSH;
+    /* the KV writes: the per-key routes' PUT/POST, and the 2.x batch (POST /api/v1/kv, refused
+     * whole over the ceiling, as the client expects of a mixed batch) */
+    if ((strncmp(p, "/api/v1/kv/", 11) == 0 || strcmp(p, "/api/v1/kv") == 0) && strcmp(r->method, "GET") != 0 &&
+        strcmp(r->method, "DELETE") != 0)
+        return RC_WRITE;
+    return RC_READ;
+}
+
+/* Answers a refusal; 1 when it did. */
+static int respond_verdict(http_req *r, enum cp_verdict v, const cp_cluster *c, int64_t retry_ms)
+{
+    const char *name = c ? c->name : "?";
+    switch (v) {
+    case CPV_OK: return 0;
+    case CPV_RATE_LIMITED: {
+        char *ra = arena_alloc(&r->ar, 24);
+        snprintf(ra, 24, "%lld", (long long)((retry_ms + 999) / 1000));
+        r->extra_header_name = "retry-after";
+        r->extra_header_value = ra;
+        http_respond_error_code(r, 429, "rate_limited",
+                                "cluster %s is over its request rate quota of %lld requests per second", name,
+                                (long long)(c ? c->rps : 0));
+        return 1;
+    }
+    case CPV_SUSPENDED: http_respond_error_code(r, 403, "cluster_suspended", "cluster %s is suspended", name); return 1;
+    case CPV_PUSH_BLOCKED:
+        http_respond_error_code(r, 403, "forbidden", "cluster %s is push_blocked: pushes are refused, consumers may drain",
+                                name);
+        return 1;
+    case CPV_STORAGE_EXCEEDED:
+        http_respond_error_code(r, 403, "storage_quota_exceeded",
+                                "cluster %s holds %lld bytes, at or over its storage ceiling of %lld bytes", name,
+                                (long long)(c ? c->storage_bytes : 0), (long long)(c ? c->max_storage : 0));
+        return 1;
+    }
+    return 0;
+}
+
+void api_cp_admit_proceed(http_req *r)
+{
+    app *a = r->app;
+    if (a->cp) {
+        enum route_class rc = route_class_of(r);
+        int64_t retry = 0;
+        enum cp_verdict v = cp_admit(a->cp, r->tenant, rc == RC_PUSH ? 2 : rc == RC_WRITE ? 1 : 0, &retry);
+        if (v != CPV_OK) {
+            respond_verdict(r, v, cp_by_tenant(a->cp, r->tenant), retry);
+            return;
+        }
+    }
+    http_proceed(r);
+}
+
+int api_cp_push_refused(http_req *r)
+{
+    app *a = r->app;
+    if (!a->cp)
+        return 0;
+    enum cp_verdict v = cp_push_verdict(a->cp, r->tenant, 2);
+    return respond_verdict(r, v, cp_by_tenant(a->cp, r->tenant), 0);
+}
+
+/* ------------------------------------------------------------------ the proxy's gate */
+
+static int is_cp_path(const char *p)
+{
+    return strncmp(p, "/api/cp/", 8) == 0 || strcmp(p, "/api/cp") == 0;
+}
+
+void api_proxy_gate(http_req *r, enum http_access access)
+{
+    app *a = r->app;
+    if (is_cp_path(r->path)) {
+        const char *t = http_header(r, "x-queen-cp-token");
+        if (!t || !cp_token_equal(t, strlen(t), a->cpcfg->token, strlen(a->cpcfg->token))) {
+            http_respond_error_code(r, 401, "unauthorized", "a valid x-queen-cp-token is required");
+            return;
+        }
+        http_proceed(r);
+        return;
+    }
+    if (access == ACCESS_PUBLIC) {
+        http_proceed(r);
+        return;
+    }
+    const char *h = http_header(r, "authorization"), *tok;
+    size_t len;
+    if (!h || auth_bearer(h, &tok, &len) < 0) {
+        http_respond_error_code(r, 401, "unauthorized", "Authentication required");
+        return;
+    }
+    if (len == CP_DP_TOKEN_LEN && memcmp(tok, CP_DP_TOKEN_PREFIX, 4) == 0) {
+        uint8_t hash[32];
+        cp_sha256(tok, len, hash);
+        const cp_cluster *c = cp_by_token(a->cp, hash);
+        if (!c) {
+            http_respond_error_code(r, 401, "unauthorized", "Invalid cluster token");
+            return;
+        }
+        /* a cluster's token acts for its tenant with every access level of the data plane:
+         * nothing it reaches is outside that tenant */
+        memcpy(r->tenant, c->tenant, 16);
+        api_cp_admit_proceed(r);
+        return;
+    }
+    if (!a->auth) {
+        http_respond_error_code(r, 401, "unauthorized", "Invalid cluster token");
+        return;
+    }
+    api_auth_jwt(r, access, 1);
+}
+
+/* ------------------------------------------------------------------ the control plane */
+
+typedef struct cp_op {
+    http_req *r;
+    int status;      /* of the answer */
+    const char *name;
+    char token[CP_DP_TOKEN_LEN + 1]; /* a token to show once (create, rotate), or "" */
+    int kind;        /* OP_* */
+    int found;       /* purge/delete */
+} cp_op;
+
+enum { OP_SHOW, OP_LIST, OP_TOKEN, OP_PURGE, OP_DELETE };
+
+static void put_cluster(buf *b, const cp_cluster *c)
+{
+    char u[UUID_STR_LEN + 1];
+    uuid_format((const uuid *)c->tenant, u);
+    buf_puts(b, "{\"name\":");
+    jw_cstr(b, c->name);
+    buf_printf(b, ",\"tenant\":\"%s\",\"status\":\"%s\",\"effectiveStatus\":\"%s\"", u, cp_status_name(c->status),
+               cp_status_name(c->effective));
+    buf_printf(b, ",\"quotas\":{\"requestsPerSecond\":%lld,\"maxStorageBytes\":%lld}", (long long)c->rps,
+               (long long)c->max_storage);
+    buf_puts(b, ",\"usage\":{\"storageBytes\":");
+    if (c->storage_bytes >= 0)
+        buf_printf(b, "%lld", (long long)c->storage_bytes);
+    else
+        buf_puts(b, "null");
+    char ts[32];
+    format_iso_us(c->created_us, ts);
+    buf_printf(b, "},\"createdAt\":\"%s\"", ts);
+    format_iso_us(c->updated_us, ts);
+    buf_printf(b, ",\"updatedAt\":\"%s\"}", ts);
+}
+
+static void on_refreshed(void *arg, int ok)
+{
+    cp_op *op = arg;
+    http_req *r = op->r;
+    app *a = r->app;
+    if (!ok) {
+        http_respond_error_code(r, 503, "database_unavailable", "the control plane could not read the clusters");
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    if (op->kind == OP_LIST) {
+        buf_puts(&b, "{\"clusters\":[");
+        for (uint32_t i = 0;; i++) {
+            const cp_cluster *c = cp_cluster_at(a->cp, i);
+            if (!c)
+                break;
+            if (i)
+                buf_putc(&b, ',');
+            put_cluster(&b, c);
+        }
+        buf_puts(&b, "]}");
+        http_respond_json(r, 200, &b);
+        buf_free(&b);
+        return;
+    }
+    if (op->kind == OP_PURGE || op->kind == OP_DELETE) {
+        if (!op->found) {
+            buf_free(&b);
+            http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+            return;
+        }
+        buf_puts(&b, "{\"cluster\":");
+        jw_cstr(&b, op->name);
+        buf_puts(&b, op->kind == OP_PURGE ? ",\"purged\":true}" : ",\"removed\":true}");
+        http_respond_json(r, 200, &b);
+        buf_free(&b);
+        return;
+    }
+    const cp_cluster *c = cp_by_name(a->cp, op->name);
+    if (!c) {
+        buf_free(&b);
+        http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    put_cluster(&b, c);
+    if (op->token[0]) {
+        b.len--; /* reopen the object */
+        buf_printf(&b, ",\"token\":\"%s\"}", op->token);
+    }
+    http_respond_json(r, op->status, &b);
+    buf_free(&b);
+}
+
+static cp_op *op_new(http_req *r, int kind, const char *name)
+{
+    cp_op *op = arena_alloc(&r->ar, sizeof *op);
+    memset(op, 0, sizeof *op);
+    op->r = r;
+    op->kind = kind;
+    op->status = 200;
+    op->name = name;
+    return op;
+}
+
+static void refresh_and_answer(cp_op *op)
+{
+    app *a = op->r->app;
+    http_async(op->r);
+    cp_node_refresh(a->cp, on_refreshed, op);
+}
+
+static const char *name_param_or_respond(http_req *r)
+{
+    const char *n = r->params[0];
+    if (!cp_name_valid(n, r->param_lens[0])) {
+        http_respond_bad_param(r, "cluster", "cluster names are 1..63 characters of a-z, 0-9 and '-', not starting "
+                                             "with '-'");
+        return NULL;
+    }
+    return n;
+}
+
+static int refuse_unknown(http_req *r, const json_doc *d, int obj, const char *const *known, const char *where)
+{
+    uint32_t cnt = d->toks[obj].count;
+    int k = json_first(d, obj);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
+        int ok = 0;
+        for (const char *const *p = known; *p; p++)
+            if (json_str_eq(d, k, *p))
+                ok = 1;
+        if (!ok) {
+            buf t;
+            buf_init(&t, 256);
+            json_str_decode(d, k, &t);
+            http_respond_error_code(r, 400, "unknown_field", "Unknown field%s%s: %s", where ? " in " : "",
+                                    where ? where : "", buf_cstr(&t));
+            buf_free(&t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The optional fields shared by create and update: status and quotas. Out values are -1 when
+ * absent. */
+static int read_settings(http_req *r, const json_doc *d, int *status, int64_t *rps, int64_t *storage)
+{
+    *status = -1;
+    *rps = *storage = -1;
+    const char *s;
+    size_t n;
+    int rc = api_str_field(r, d, 0, "status", &s, &n);
+    if (rc < 0 || (rc == 1 && (*status = cp_status_parse(s, n)) < 0)) {
+        http_respond_error_code(r, 400, "invalid_status", "status must be one of active, push_blocked, suspended");
+        return -1;
+    }
+    int q = json_get(d, 0, "quotas");
+    if (q >= 0 && json_type_of(d, q) != JSON_NULL) {
+        if (json_type_of(d, q) != JSON_OBJECT) {
+            http_respond_error_code(r, 400, "invalid_quota", "quotas must be an object");
+            return -1;
+        }
+        static const char *const known[] = {"requestsPerSecond", "maxStorageBytes", NULL};
+        if (refuse_unknown(r, d, q, known, "quotas") < 0)
+            return -1;
+        if (api_int_field(d, q, "requestsPerSecond", 0, 1000000000, rps) < 0) {
+            http_respond_error_code(r, 400, "invalid_quota",
+                                    "quotas.requestsPerSecond must be an integer in 0..=1000000000 (0: no limit)");
+            return -1;
+        }
+        if (api_int_field(d, q, "maxStorageBytes", 0, INT64_MAX, storage) < 0) {
+            http_respond_error_code(r, 400, "invalid_quota",
+                                    "quotas.maxStorageBytes must be a non-negative integer (0: no ceiling)");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void hex32(const uint8_t h[32], char out[65])
+{
+    static const char x[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = x[h[i] >> 4];
+        out[2 * i + 1] = x[h[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+static void on_written(api_query *q, PGresult *const *res)
+{
+    cp_op *op = q->arg;
+    if (op->kind == OP_PURGE || op->kind == OP_DELETE) {
+        op->found = PQntuples(res[0]) == 1 && res_bool(res[0], 0, CPP_FOUND);
+    } else if (PQntuples(res[0]) == 0) {
+        if (op->status == 201)
+            http_respond_error_code(op->r, 409, "cluster_exists", "a cluster named %s, or one with that tenant, exists",
+                                    op->name);
+        else
+            http_respond_error_code(op->r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    refresh_and_answer(op);
+}
+
+static void api_cp_create(http_req *r)
+{
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 4) < 0)
+        return;
+    static const char *const known[] = {"name", "tenant", "status", "quotas", NULL};
+    if (json_type_of(&d, 0) != JSON_OBJECT) {
+        http_respond_error_code(r, 400, "invalid_request", "the body must be a JSON object");
+        goto out;
+    }
+    if (refuse_unknown(r, &d, 0, known, NULL) < 0)
+        goto out;
+    const char *name, *ts;
+    size_t nlen, tlen;
+    if (api_str_field(r, &d, 0, "name", &name, &nlen) != 1 || !cp_name_valid(name, nlen)) {
+        http_respond_error_code(r, 400, "invalid_name",
+                                "name is required: 1..63 characters of a-z, 0-9 and '-', not starting with '-'");
+        goto out;
+    }
+    uuid tenant;
+    int rc = api_str_field(r, &d, 0, "tenant", &ts, &tlen);
+    if (rc < 0 || (rc == 1 && uuid_parse(ts, tlen, &tenant) < 0)) {
+        http_respond_error_code(r, 400, "invalid_tenant", "tenant must be a UUID");
+        goto out;
+    }
+    if (rc == 0)
+        uuid_v7(&tenant);
+    if (memcmp(tenant.b, DEFAULT_TENANT, 16) == 0) {
+        http_respond_error_code(r, 400, "invalid_tenant", "the default tenant cannot be a cluster");
+        goto out;
+    }
+    int status;
+    int64_t rps, storage;
+    if (read_settings(r, &d, &status, &rps, &storage) < 0)
+        goto out;
+    cp_op *op = op_new(r, OP_SHOW, name);
+    op->status = 201;
+    if (cp_dp_token_new(op->token) < 0) {
+        http_respond_error(r, 500, "no random bytes for the cluster's token");
+        goto out;
+    }
+    uint8_t h[32];
+    cp_sha256(op->token, CP_DP_TOKEN_LEN, h);
+    char *hx = arena_alloc(&r->ar, 65);
+    hex32(h, hx);
+    api_query *q = api_query_new(r, on_written, op);
+    int s = api_query_stmt(q, "WITH t AS (INSERT INTO queen.tenants (id, name) VALUES ($2::uuid, $1) "
+                              "ON CONFLICT (id) DO NOTHING) "
+                              "INSERT INTO queen.cp_clusters (name, tenant_id, status, requests_per_second, "
+                              "max_storage_bytes, token_sha256) VALUES ($1, $2::uuid, $3, $4::int8, $5::int8, "
+                              "decode($6, 'hex')) ON CONFLICT DO NOTHING RETURNING name");
+    api_param_text(q, s, name);
+    api_param_uuid(q, s, tenant.b);
+    api_param_text(q, s, cp_status_name(status < 0 ? CP_ACTIVE : status));
+    api_param_i64(q, s, rps < 0 ? 0 : rps);
+    api_param_i64(q, s, storage < 0 ? 0 : storage);
+    api_param_text(q, s, hx);
+    api_query_submit(q);
+out:
+    json_doc_free(&d);
+}
+
+static void api_cp_list(http_req *r)
+{
+    refresh_and_answer(op_new(r, OP_LIST, NULL));
+}
+
+static void api_cp_get(http_req *r)
+{
+    const char *n = name_param_or_respond(r);
+    if (n)
+        refresh_and_answer(op_new(r, OP_SHOW, n));
+}
+
+static void update(http_req *r, int status_only)
+{
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    json_doc d;
+    if (api_parse_body_or_respond(r, &d, 4) < 0)
+        return;
+    static const char *const known_all[] = {"status", "quotas", NULL};
+    static const char *const known_status[] = {"status", NULL};
+    if (json_type_of(&d, 0) != JSON_OBJECT) {
+        http_respond_error_code(r, 400, "invalid_request", "the body must be a JSON object");
+        goto out;
+    }
+    if (refuse_unknown(r, &d, 0, status_only ? known_status : known_all, NULL) < 0)
+        goto out;
+    int status;
+    int64_t rps, storage;
+    if (read_settings(r, &d, &status, &rps, &storage) < 0)
+        goto out;
+    if (status_only && status < 0) {
+        http_respond_error_code(r, 400, "invalid_status", "status is required: active, push_blocked or suspended");
+        goto out;
+    }
+    cp_op *op = op_new(r, OP_SHOW, n);
+    api_query *q = api_query_new(r, on_written, op);
+    int s = api_query_stmt(q, "UPDATE queen.cp_clusters SET status = COALESCE($2, status), "
+                              "requests_per_second = COALESCE($3::int8, requests_per_second), "
+                              "max_storage_bytes = COALESCE($4::int8, max_storage_bytes), updated_at = now() "
+                              "WHERE name = $1 RETURNING name");
+    api_param_text(q, s, n);
+    if (status >= 0)
+        api_param_text(q, s, cp_status_name(status));
+    else
+        api_param_null(q, s);
+    if (rps >= 0)
+        api_param_i64(q, s, rps);
+    else
+        api_param_null(q, s);
+    if (storage >= 0)
+        api_param_i64(q, s, storage);
+    else
+        api_param_null(q, s);
+    api_query_submit(q);
+out:
+    json_doc_free(&d);
+}
+
+static void api_cp_update(http_req *r)
+{
+    update(r, 0);
+}
+
+static void api_cp_status(http_req *r)
+{
+    update(r, 1);
+}
+
+static void api_cp_token(http_req *r)
+{
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    if (r->body_len) {
+        http_respond_error_code(r, 400, "invalid_request", "this route takes no body");
+        return;
+    }
+    cp_op *op = op_new(r, OP_SHOW, n);
+    if (cp_dp_token_new(op->token) < 0) {
+        http_respond_error(r, 500, "no random bytes for the cluster's token");
+        return;
+    }
+    uint8_t h[32];
+    cp_sha256(op->token, CP_DP_TOKEN_LEN, h);
+    char *hx = arena_alloc(&r->ar, 65);
+    hex32(h, hx);
+    api_query *q = api_query_new(r, on_written, op);
+    int s = api_query_stmt(q, "UPDATE queen.cp_clusters SET token_sha256 = decode($2, 'hex'), updated_at = now() "
+                              "WHERE name = $1 RETURNING name");
+    api_param_text(q, s, n);
+    api_param_text(q, s, hx);
+    api_query_submit(q);
+}
+
+static void purge(http_req *r, int remove)
+{
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    if (r->body_len) {
+        http_respond_error_code(r, 400, "invalid_request", "this route takes no body");
+        return;
+    }
+    cp_op *op = op_new(r, remove ? OP_DELETE : OP_PURGE, n);
+    api_query *q = api_query_new(r, on_written, op);
+    int s = api_query_stmt(q, "SELECT * FROM queen.cp_purge_v1($1, $2::bool)");
+    api_param_text(q, s, n);
+    api_param_bool(q, s, remove);
+    api_query_submit(q);
+}
+
+static void api_cp_purge(http_req *r)
+{
+    purge(r, 0);
+}
+
+static void api_cp_delete(http_req *r)
+{
+    purge(r, 1);
+}
+
+void api_register_proxy(app *a, http_server *s)
+{
+    http_server_set_gate(s, api_proxy_gate);
+    http_route(s, "POST", "/api/cp/clusters", api_cp_create, ACCESS_ADMIN);
+    http_route(s, "GET", "/api/cp/clusters", api_cp_list, ACCESS_ADMIN);
+    http_route(s, "GET", "/api/cp/clusters/:cluster", api_cp_get, ACCESS_ADMIN);
+    http_route(s, "PATCH", "/api/cp/clusters/:cluster", api_cp_update, ACCESS_ADMIN);
+    http_route(s, "DELETE", "/api/cp/clusters/:cluster", api_cp_delete, ACCESS_ADMIN);
+    http_route(s, "PUT", "/api/cp/clusters/:cluster/status", api_cp_status, ACCESS_ADMIN);
+    http_route(s, "POST", "/api/cp/clusters/:cluster/token", api_cp_token, ACCESS_ADMIN);
+    http_route(s, "POST", "/api/cp/clusters/:cluster/purge", api_cp_purge, ACCESS_ADMIN);
+    api_register_data_routes(a, s, 1);
+}
