@@ -40,7 +40,8 @@ static void put_autopilot(buf *b, const pop_ctx *c, int delivered)
 {
     if (!c->sizing.autopilot)
         return;
-    answer_pop_autopilot(b, 1, c->sizing.partitions, c->sizing.batch, pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
+    answer_pop_autopilot(b, 1, c->sizing.partitions, c->sizing.batch,
+                         pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
 }
 
 static void respond_empty(pop_ctx *c, int status, const char *error)
@@ -268,7 +269,8 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     pop_request pr;
     memset(&pr, 0, sizeof pr);
     pr.args = *pa;
-    pop_defaults def = {a->cfg->default_batch, a->cfg->default_timeout_ms, a->cfg->default_subscription_mode};
+    pop_defaults def = {a->cfg->default_batch, a->cfg->default_timeout_ms,
+                        a->cfg->default_subscription_mode};
     qerr_detail err;
     qerr e = pop_request_read(&r->q, &def, &pr, &err);
     if (e != QERR_OK) {

@@ -16,42 +16,37 @@ qerr ack_item_read(arena *ar, const json_doc *d, int t, int batch, uint32_t i, a
 {
     const char *s;
     size_t len;
-    if (json_type_of(d, t) != JSON_OBJECT) {
-        return qerr_set(err, QERR_BAD_INPUT, NULL, "Each acknowledgment must be an object (acknowledgments[%u] is not)", i);
-    }
+    if (json_type_of(d, t) != JSON_OBJECT)
+        return qerr_set(err, QERR_BAD_INPUT, NULL,
+                        "Each acknowledgment must be an object (acknowledgments[%u] is not)", i);
     int rc = json_str_field(ar, d, t, "transactionId", &it->txn, &it->txn_len);
-    if (rc <= 0) {
+    if (rc <= 0)
         return field_refused(err, rc, "transactionId",
-                           batch ? "Each acknowledgment must have a valid transactionId string" : "transactionId is required");
-    }
+                             batch ? "Each acknowledgment must have a valid transactionId string"
+                                   : "transactionId is required");
     rc = json_str_field(ar, d, t, "partitionId", &s, &len);
-    if (rc <= 0) {
+    if (rc <= 0)
         return field_refused(err, rc, "partitionId",
-                           batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
-                                 : "partitionId is required to ensure message uniqueness");
-    }
-    if (uuid_parse(s, len, &it->part) < 0) {
-        return qerr_set(err, QERR_BAD_INPUT, NULL, "partitionId must be a UUID%s", batch ? " in every acknowledgment" : "");
-    }
+                             batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
+                                   : "partitionId is required to ensure message uniqueness");
+    if (uuid_parse(s, len, &it->part) < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "partitionId must be a UUID%s",
+                        batch ? " in every acknowledgment" : "");
     rc = json_str_field(ar, d, t, "status", &it->status, &len);
-    if (rc < 0) {
+    if (rc < 0)
         return field_refused(err, rc, "status", "status must be a string (completed, failed, dlq or retry)");
-    }
     if (rc == 0)
         it->status = "completed";
     rc = json_str_field(ar, d, t, "leaseId", &s, &len);
-    if (rc < 0) {
+    if (rc < 0)
         return field_refused(err, rc, "leaseId", "leaseId must be a string");
-    }
     if (rc == 1 && len > 0) {
-        if (uuid_parse(s, len, &it->lease) < 0) {
+        if (uuid_parse(s, len, &it->lease) < 0)
             return qerr_set(err, QERR_BAD_INPUT, NULL, "leaseId must be a UUID");
-        }
         it->has_lease = 1;
     }
     rc = json_str_field(ar, d, t, "error", &it->error, &len);
-    if (rc < 0) {
+    if (rc < 0)
         return field_refused(err, rc, "error", "error must be a string");
-    }
     return QERR_OK;
 }

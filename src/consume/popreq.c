@@ -49,13 +49,15 @@ qerr pop_request_read(const url_query *q, const pop_defaults *def, pop_request *
     int conflation = query_bool(q, "conflation", 0);
     int frames = query_bool(q, "frames", 0); /* the framed answer is not served: JSON, the documented fallback */
     if (sz->autopilot < 0 || conflation < 0 || frames < 0)
-        return qerr_set(err, QERR_BAD_INPUT, "invalid_request", "autopilot, conflation and frames must be true or false");
+        return qerr_set(err, QERR_BAD_INPUT, "invalid_request",
+                        "autopilot, conflation and frames must be true or false");
     sz->batch = query_int(q, "batch", 0, 1, POP_MAX_BATCH, &ok);
     if (!ok)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "batch must be an integer between 1 and %d", POP_MAX_BATCH);
     sz->partitions = pa->partition ? 1 : query_int(q, "partitions", 0, 1, POP_MAX_PARTITIONS, &ok);
     if (!ok)
-        return qerr_set(err, QERR_BAD_INPUT, NULL, "partitions must be an integer between 1 and %d", POP_MAX_PARTITIONS);
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "partitions must be an integer between 1 and %d",
+                        POP_MAX_PARTITIONS);
     sz->batch_set = sz->batch > 0;
     sz->partitions_set = sz->partitions > 0;
     pop_size(sz, def->batch, POP_MAX_BATCH, POP_MAX_PARTITIONS);
