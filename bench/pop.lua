@@ -7,10 +7,13 @@
 -- "messages" array and counts the array's objects; for acks it takes each one's own
 -- transactionId, partitionId and leaseId members (keys inside a payload never count, being
 -- deeper). The ack answers (an array of {"success": ...}) count acks refused.
+-- FRAMES=1 asks for the framed answer (frames=true, QPF1, docs/http-api.md) and reads it as the
+-- 2.x client does: claims, records, frames; messages are the offsets inside each claim.
 local mode = os.getenv("MODE") or "autoack"
 local queue = os.getenv("QUEUE") or "bench"
 local batch = os.getenv("BATCH") or "100"
 local groups = tonumber(os.getenv("GROUPS") or "10")
+local frames = os.getenv("FRAMES") == "1"
 local threads = {}
 messages = 0
 empty = 0
@@ -101,12 +104,68 @@ local function scan(s, want_fields)
   return nil
 end
 
+-- ------------------------------------------------------------------ QPF1
+
+local function u16(s, i) local a, b = byte(s, i, i + 1); return a + b * 256 end
+local function u32(s, i) local a, b, c, d = byte(s, i, i + 3); return a + b * 256 + c * 65536 + d * 16777216 end
+local function u64(s, i) return u32(s, i) + u32(s, i + 4) * 4294967296 end
+
+-- The number of messages of a QPF1 answer and, with want_fields, each one's transactionId,
+-- partitionId (the u64 as decimal text) and leaseId. Errors (a short answer) are the caller's.
+local function scan_qpf(s, want_fields)
+  local i = 5
+  local version = byte(s, i); i = i + 1
+  if version == 1 then i = i + 4 + u32(s, i) end
+  i = i + 2 + u16(s, i)
+  local ll = u16(s, i)
+  local lease = sub(s, i + 2, i + 1 + ll)
+  i = i + 2 + ll
+  i = i + 2 + u16(s, i)
+  local claims = u32(s, i); i = i + 4
+  local n = 0
+  local items = want_fields and {} or nil
+  for _ = 1, claims do
+    local pid = u64(s, i); i = i + 8
+    i = i + 2 + u16(s, i)
+    local first = u64(s, i); local last = u64(s, i + 8); i = i + 20
+    local records = u32(s, i); i = i + 4
+    for _ = 1, records do
+      local base = u64(s, i)
+      local count = u32(s, i + 16)
+      local len = u32(s, i + 21)
+      i = i + 25
+      if want_fields then
+        local j = i
+        for k = 0, count - 1 do
+          local blen = u32(s, j)
+          local flags = byte(s, j + 4)
+          local p = j + 21
+          if flags % 2 == 1 then p = p + 16 end
+          local tl = u16(s, p)
+          local off = base + k
+          if off >= first and off <= last then
+            n = n + 1
+            items[#items + 1] = { transactionId = sub(s, p + 2, p + 1 + tl), partitionId = string.format("%.0f", pid), leaseId = lease }
+          end
+          j = j + 4 + blen
+        end
+      else
+        local lo, hi = math.max(first, base), math.min(last, base + count - 1)
+        if hi >= lo then n = n + (hi - lo + 1) end
+      end
+      i = i + len
+    end
+  end
+  return n, items
+end
+
 -- ------------------------------------------------------------------ requests
 
 local function pop_path(group)
   local p = "/api/v1/pop/queue/" .. queue .. "?batch=" .. batch
   if mode ~= "ack" then p = p .. "&autoAck=true" end
   if group then p = p .. "&consumerGroup=" .. group end
+  if frames then p = p .. "&frames=true" end
   return p
 end
 
@@ -131,7 +190,13 @@ response = function(status, headers, body)
     for _ in body:gmatch('"success"%s*:%s*false') do ackfail = ackfail + 1 end
     return
   end
-  local got, items = scan(body, mode == "ack")
+  local got, items
+  if sub(body, 1, 4) == "QPF1" then
+    local ok, a, b = pcall(scan_qpf, body, mode == "ack")
+    if ok then got, items = a, b end
+  else
+    got, items = scan(body, mode == "ack")
+  end
   if not got then unreadable = unreadable + 1; return end
   if got == 0 then empty = empty + 1; return end
   messages = messages + got

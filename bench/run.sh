@@ -54,6 +54,8 @@ echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}
 echo
 
 rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
+# the broker process's own CPU (user + system, clock ticks; not PostgreSQL's): 0 without a pid
+cpu_ticks() { if [ -n "$pid" ]; then awk '{print $14 + $15}' /proc/$pid/stat; else echo 0; fi; }
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
 printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
@@ -128,8 +130,10 @@ fill() {
 consume() {
   local name=$1 conns=$2 mode=$3 queue=$4 note=$5
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
-  local out line
-  out=$(MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  local out line cpu0 cpu1
+  cpu0=$(cpu_ticks)
+  out=$(FRAMES=${FRAMES:-0} MODE=$mode QUEUE=$queue BATCH=100 GROUPS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/pop.lua "$url" 2>&1)
+  cpu1=$(cpu_ticks)
   line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
   eval "$(sed 's/^RESULT //' <<<"$line")"
   local secs reqs msgs
@@ -139,11 +143,18 @@ consume() {
   local extra=""
   [ "$unreadable" -gt 0 ] && extra+="; answers not read as JSON: $unreadable"
   [ "$ackfail" -gt 0 ] && extra+="; acks refused: $ackfail"
+  if [ -n "$pid" ] && [ "$messages" -gt 0 ]; then
+    extra+="; broker CPU $(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v m="$messages" 'BEGIN {printf "%.2f", t / hz * 1e6 / m}') µs/msg"
+  fi
   printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d  %s\n' "$name" "$conns" 100 "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx)) "${note}empty pops: $empty$extra"
 }
 want() { [ -z "$only" ] || [ "$only" = "$1" ]; }
 
 if want pop-autoack-batch100-16conn; then fill bench_pop $((duration + 4)); consume pop-autoack-batch100-16conn 16 autoack bench_pop ""; fi
+# the same pops answered QPF1 (frames=true, the 2.x client's framed_pop)
+if want pop-autoack-batch100-16conn-framed; then
+  fill bench_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-framed 16 autoack bench_popf "QPF1; "
+fi
 # pops that open every payload
 if want pop-autoack-batch100-16conn-sealed; then
   if encrypted bench_enc_pop; then
@@ -152,7 +163,18 @@ if want pop-autoack-batch100-16conn-sealed; then
     printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed
   fi
 fi
+if want pop-autoack-batch100-16conn-sealed-framed; then
+  if encrypted bench_enc_popf; then
+    fill bench_enc_popf $((duration + 4)); FRAMES=1 consume pop-autoack-batch100-16conn-sealed-framed 16 autoack bench_enc_popf "sealed, QPF1; "
+  else
+    printf '%-36s skipped: the broker has no QUEEN_ENCRYPTION_KEY\n' pop-autoack-batch100-16conn-sealed-framed
+  fi
+fi
 if want pop-ack-batch100-16conn; then fill bench_popack $((duration + 2)); consume pop-ack-batch100-16conn 16 ack bench_popack "req/s counts pops and acks; "; fi
+if want pop-ack-batch100-16conn-framed; then
+  fill bench_popackf $((duration + 2))
+  FRAMES=1 consume pop-ack-batch100-16conn-framed 16 ack bench_popackf "QPF1, acked by its u64 partitionId; req/s counts pops and acks; "
+fi
 if want fanout-10groups-16conn; then fill bench_fanout 3; consume fanout-10groups-16conn 16 fanout bench_fanout "10 groups read the same records; "; fi
 # The KV store: a third each of putIfAbsent (fresh keys), get (seeded keys) and 3-op atomic
 # batches (put, incr of one of 100 shared counters, get); every write is a durable commit.
@@ -186,6 +208,59 @@ run_kv() {
 
 run_kv kv-putifabsent-get-batch 16
 
+# The KV store on the 2.x wire (POST /api/v1/kv): a third each of putIfAbsent (fresh keys,
+# ttlSeconds), get (seeded keys) and 3-op batches (a required putIfAbsent gate, incr of one of
+# 100 shared counters, get). ops/s counts the ops inside batches (5 ops per 3 requests).
+run_kv2() {
+  local name=$1 conns=$2
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local seeds=1000 ops i probe
+  probe=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/api/v1/kv" -H 'content-type: application/json' \
+    -d '{"operations":[]}' || true)
+  if [ "$probe" != 200 ]; then
+    printf '%-36s skipped: POST /api/v1/kv answered %s: no 2.x KV\n' "$name" "$probe"
+    return 0
+  fi
+  ops=""
+  for ((i = 0; i < seeds; i++)); do ops+="${ops:+,}{\"op\":\"put\",\"ns\":\"bench2\",\"key\":\"seed-$i\",\"value\":{\"seed\":$i},\"forever\":true}"; done
+  curl -sf -X POST "$url/api/v1/kv" -H 'content-type: application/json' \
+    -d "{\"operations\":[$ops]}" >/dev/null || { echo "seeding the 2.x KV keys failed" >&2; return 1; }
+  RUN="w$$" SEEDS=$seeds wrk -t1 -c"$conns" -d2s -s bench/kv2.lua "$url" >/dev/null 2>&1 || true
+  local out line
+  out=$(RUN="m$$" SEEDS=$seeds wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/kv2.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs kvops
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+run_kv2 kv2-putifabsent-get-batch-required 16
+
+# Locks (POST /api/v1/locks): 16 holders, each cycling acquire → renew → release on its own
+# lock, one op per request (each a commit).
+run_locks() {
+  local name=$1 conns=$2
+  if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
+  local probe
+  probe=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/api/v1/locks" -H 'content-type: application/json' \
+    -d '{"operations":[]}' || true)
+  if [ "$probe" != 200 ]; then
+    printf '%-36s skipped: POST /api/v1/locks answered %s: no locks\n' "$name" "$probe"
+    return 0
+  fi
+  local out line
+  out=$(RUN="l$$" wrk -t"$conns" -c"$conns" -d"${duration}s" --latency -s bench/locks.lua "$url" 2>&1)
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  local secs reqs
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$reqs ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
+run_locks locks-acquire-renew-release 16
+
 # 10,001 partitions with concurrent push and pop (explicit ack): first at a rate the broker
 # sustains (how long records wait because of scheduling), then unthrottled (with a backlog)
 if want partitions-10001; then
@@ -208,6 +283,14 @@ if want streams-tumbling-16p; then
   else
     echo "  skipped: build/venv (the 2.x client) is missing: scripts/install-deps.sh test"
   fi
+fi
+
+# Streams in JavaScript: the spec's JS example chain run by clients/js (bench/streams-js.mjs) over
+# 16 partitions, batchSize 50 and 500; source records/s
+if want streams-js-16p; then
+  echo
+  echo "streams-js-16p: the spec's JS example (clients/js) over a backlog of 16 partitions, batchSize 50 and 500"
+  node bench/streams-js.mjs --url "$url" --records "${STREAMS_JS_RECORDS:-32000}" | sed 's/^/  /'
 fi
 
 echo

@@ -257,6 +257,7 @@ int main(void)
         cp_node_start(a->cp);
         http_server_opts po = ho;
         po.port = (int)cpcfg.port;
+        po.metrics_prefix = "queen_proxy_http";
         a->proxy = http_server_new(a->loop, &po, a);
         api_register_proxy(a, a->proxy);
         if (http_server_listen(a->proxy) < 0)

@@ -51,7 +51,8 @@ export class HttpClient {
 export interface FetchResult { partition: string; records: { offset: number; transactionId: string; payload: any; ts: string }[]; highWatermark: number; logStartOffset: number; nextOffset: number }
 export interface ChangedPartition { name: string; id: string; lastOffset: number; logStart: number; lastWriteAt: string | null }
 
-export class Consumer {
+export class Consumer implements PromiseLike<void> {
+  then<A = void, B = never>(onfulfilled?: ((value: void) => A | PromiseLike<A>) | null, onrejected?: ((reason: any) => B | PromiseLike<B>) | null): PromiseLike<A | B>;
   readonly done: Promise<void>;
   processed: number;
   stop(): Promise<void>;
@@ -73,6 +74,7 @@ export class QueueBuilder {
   task(t: string): QueueBuilder;
   limit(n: number): QueueBuilder;
   concurrency(n: number): QueueBuilder;
+  each(): QueueBuilder;
   renewLease(on?: boolean, everyMillis?: number): QueueBuilder;
   idleMillis(ms: number): QueueBuilder;
   config(opts: Record<string, Json>): QueueBuilder;
@@ -80,8 +82,8 @@ export class QueueBuilder {
   delete(): Promise<any>;
   push<T = any>(items: PushItem<T> | PushItem<T>[]): Promise<PushResult[]>;
   pop<T = any>(opts?: { signal?: AbortSignal }): Promise<Message<T>[]>;
-  consume<T = any>(handler: (m: Message<T>) => unknown | Promise<unknown>, opts?: { signal?: AbortSignal; each?: true; onError?: (err: unknown, m?: Message<T>) => void }): Consumer;
-  consume<T = any>(handler: (m: Message<T>[]) => unknown | Promise<unknown>, opts: { signal?: AbortSignal; each: false; onError?: (err: unknown, m?: Message<T>[]) => void }): Consumer;
+  /** one message per call with batch 1 (the default) or .each(); the batch's array otherwise; `each` overrides */
+  consume<T = any>(handler: (m: any) => unknown | Promise<unknown>, opts?: { signal?: AbortSignal; each?: boolean; onError?: (err: unknown, m?: Message<T> | Message<T>[]) => void }): Consumer;
   fetch(opts?: { partition?: string; offset?: number; maxBytes?: number }): Promise<FetchResult>;
   changedSince(since?: string | Date): Promise<{ safeTime: string | null; partitions: ChangedPartition[] }>;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "consume/ackreq.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -60,6 +61,7 @@ void api_register_data_routes(app *a, http_server *s, int proxy)
     http_route(s, "POST", "/streams/v1/state/get", api_streams_state_get, ACCESS_READ_ONLY);
     /* KV store (docs/http-api.md#kv-store) */
     http_route(s, "POST", "/api/v1/kv", api_kv_ops, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/locks", api_locks, ACCESS_READ_WRITE);
     http_route(s, "POST", "/api/v1/kv/batch", api_kv_batch, ACCESS_READ_WRITE);
     http_route(s, "GET", "/api/v1/kv/:namespace", api_kv_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/kv/:namespace/:key", api_kv_get, ACCESS_READ_ONLY);
@@ -94,14 +96,26 @@ void api_register_data_routes(app *a, http_server *s, int proxy)
     http_route(s, "DELETE", "/api/v1/resources/queues/:queue", api_resources_queue_delete, ACCESS_ADMIN);
     http_route(s, "DELETE", "/api/v1/resources/queues/:queue/partitions/:partition", api_resources_partition_delete,
                ACCESS_ADMIN);
+    http_route(s, "GET", "/api/v1/resources/queues/:queue/depth", api_resources_queue_depth, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/resources/partitions", api_resources_partitions, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/resources/namespaces", api_resources_namespaces, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/resources/tasks", api_resources_tasks, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status", api_status_page, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/status/analytics", api_status_analytics, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/analytics/system-metrics", api_analytics_system_metrics, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/analytics/worker-metrics", api_analytics_worker_metrics, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/status/queues", api_status_queues, ACCESS_READ_ONLY);
     http_route(s, "POST", "/api/v1/stats/refresh", api_stats_refresh, ACCESS_ADMIN);
     http_route(s, "GET", "/api/v1/status/queues/:queue", api_status_queue, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages", api_messages_list, ACCESS_READ_ONLY);
     http_route(s, "GET", "/api/v1/messages/:partitionId/:transactionId", api_message_get, ACCESS_READ_ONLY);
     http_route(s, "DELETE", "/api/v1/messages/:partitionId/:transactionId", api_message_delete, ACCESS_READ_WRITE);
+    http_route(s, "POST", "/api/v1/messages/:partitionId/:transactionId/retry", api_message_retry, ACCESS_READ_WRITE);
+    /* traces: by-name before :partitionId/:transactionId (the first match wins, url.c) */
+    http_route(s, "POST", "/api/v1/traces", api_trace_add, ACCESS_READ_WRITE);
+    http_route(s, "GET", "/api/v1/traces/names", api_trace_names, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/traces/by-name/:traceName", api_traces_by_name, ACCESS_READ_ONLY);
+    http_route(s, "GET", "/api/v1/traces/:partitionId/:transactionId", api_traces_for_message, ACCESS_READ_ONLY);
 }
 
 int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
@@ -471,4 +485,9 @@ void res_json_str(buf *b, const PGresult *r, int row, int col)
         return;
     }
     jw_string(b, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
+}
+
+int api_partition_ref(const char *s, size_t n, uuid *out)
+{
+    return ack_partition_ref(s, n, out);
 }

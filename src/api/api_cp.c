@@ -28,7 +28,8 @@ enum route_class { RC_READ, RC_PUSH, RC_WRITE };
 static enum route_class route_class_of(http_req *r)
 {
     const char *p = http_route_pattern(r);
-    if (strcmp(r->method, "POST") == 0 && (strcmp(p, "/api/v1/push") == 0 || strcmp(p, "/api/v1/timers") == 0))
+    if (strcmp(r->method, "POST") == 0 && (strcmp(p, "/api/v1/push") == 0 || strcmp(p, "/api/v1/timers") == 0 ||
+                                           strcmp(p, "/api/v1/ephemeral/push") == 0))
         return RC_PUSH;
     /* the KV writes: the per-key routes' PUT/POST, and the 2.x batch (POST /api/v1/kv, refused
      * whole over the ceiling, as the client expects of a mixed batch) */
@@ -47,8 +48,7 @@ static int respond_verdict(http_req *r, enum cp_verdict v, const cp_cluster *c, 
     case CPV_RATE_LIMITED: {
         char *ra = arena_alloc(&r->ar, 24);
         snprintf(ra, 24, "%lld", (long long)((retry_ms + 999) / 1000));
-        r->extra_header_name = "retry-after";
-        r->extra_header_value = ra;
+        r->retry_after = ra;
         http_respond_error_code(r, 429, "rate_limited",
                                 "cluster %s is over its request rate quota of %lld requests per second", name,
                                 (long long)(c ? c->rps : 0));

@@ -344,6 +344,90 @@ void api_dlq_requeue(http_req *r)
     api_query_submit(q);
 }
 
+/* ---- POST /api/v1/messages/:partitionId/:transactionId/retry ---------------------------- */
+
+/* On the log a record is never "failed" in place: a consumer's failure either leaves it below
+ * the cursor for redelivery (retries left) or files a dead letter. Retrying a message is
+ * therefore requeuing its newest dead letter that was not requeued yet, keeping its
+ * transactionId (docs/http-api.md). $1 tenant, $2 partition uuid, $3 transactionId, $4 and $5
+ * the offset and partition a message id names (or NULL). Row 0: the partition (absent = unknown partition), with
+ * the dead letter's id or NULL. */
+static const char RETRY_FIND_SQL[] =
+    "SELECT p.id, (SELECT d.id FROM queen.dead_letters d WHERE d.partition_id = p.id AND d.requeued_at IS NULL "
+    "  AND (d.txn_id = $3::text OR (d.off = $4::int8 AND p.id = $5::int8)) ORDER BY d.id DESC LIMIT 1) "
+    "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
+
+static void on_retry_found(api_query *q, PGresult *const *res)
+{
+    requeue_ctx *c = q->arg;
+    http_req *r = q->http;
+    PGresult *x = res[0];
+    if (PQntuples(x) == 0) {
+        http_respond_error_code(r, 404, "partition_not_found", "Partition not found: %s", r->params[0]);
+        return;
+    }
+    if (res_null(x, 0, 1)) {
+        http_respond_error_code(r, 404, "no_failed_message",
+                                "no dead letter to retry for transactionId %s in this partition (only a dead-lettered "
+                                "message can be retried; one that is not yet requeued)",
+                                r->params[1]);
+        return;
+    }
+    c->id = res_i64(x, 0, 1);
+    api_query *cl = api_query_new(r, on_claimed, c);
+    int s = api_query_stmt(cl, ADMIN_DLQ_CLAIM_SQL);
+    api_param_uuid(cl, s, r->tenant);
+    api_param_i64(cl, s, c->id);
+    api_query_submit(cl);
+}
+
+void api_message_retry(http_req *r)
+{
+    uuid pu;
+    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
+        http_respond_bad_param(r, "partitionId", "partitionId must be a UUID");
+        return;
+    }
+    if (r->param_lens[1] > 255) {
+        http_respond_bad_param(r, "transactionId", "transactionId must be 1 to 255 bytes");
+        return;
+    }
+    if (r->body && r->body_len) {
+        json_doc d;
+        if (api_parse_body_or_respond(r, &d, 1) < 0)
+            return;
+        uint32_t cnt = d.toks[0].count;
+        json_doc_free(&d);
+        if (cnt) {
+            http_respond_error_code(r, 400, "unknown_field", "the retry body must be an empty object");
+            return;
+        }
+    }
+    requeue_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    c->a = r->app;
+    c->keep_txn = 1;
+    buf_init(&c->scratch, 0);
+    uuid mid;
+    uint64_t mpid = 0, moff = 0;
+    int is_mid = uuid_parse(r->params[1], r->param_lens[1], &mid) == 0 &&
+                 uuid_message_id_decode(&mid, &mpid, &moff) == 0;
+    api_query *q = api_query_new(r, on_retry_found, c);
+    int s = api_query_stmt(q, RETRY_FIND_SQL);
+    api_param_uuid(q, s, r->tenant);
+    api_param_uuid(q, s, pu.b);
+    api_param_text(q, s, r->params[1]);
+    if (is_mid) {
+        api_param_i64(q, s, (int64_t)moff);
+        api_param_i64(q, s, (int64_t)mpid);
+    } else {
+        api_param_null(q, s);
+        api_param_null(q, s);
+    }
+    api_query_submit(q);
+}
+
 /* ---- DELETE /api/v1/dlq/:id -------------------------------------------------------------- */
 
 static void on_dlq_deleted(api_query *q, PGresult *const *res)

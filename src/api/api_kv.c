@@ -532,3 +532,108 @@ void api_kv_ops(http_req *r)
         api_respond_db_refusal(r, &c->dbr);
     }
 }
+
+/* ---- POST /api/v1/locks: locks and semaphores (queen.lock_ops_v1) ---- */
+
+typedef struct lock_ctx {
+    db_req dbr;
+    kvw_params p;
+    http_req *http;
+    lockw_op *ops;
+    int n;
+    int attempts;
+} lock_ctx;
+
+static int lock_submit(lock_ctx *c);
+
+static void on_locks(db_req *d)
+{
+    lock_ctx *c = d->arg;
+    http_req *r = c->http;
+    if (d->err != DB_OK || !d->res[0]) {
+        /* two calls renewing the same permits in opposite orders: one is chosen and runs again */
+        int retry = d->err == DB_SQL && (strcmp(d->sqlstate, "40001") == 0 || strcmp(d->sqlstate, "40P01") == 0);
+        if (retry && c->attempts < KV_MAX_ATTEMPTS) {
+            db_req_clear(d);
+            if (lock_submit(c) == 0)
+                return;
+        }
+        kvw_params_free(&c->p);
+        api_respond_db_refusal(r, d);
+        db_req_clear(d);
+        return;
+    }
+    kvw_params_free(&c->p);
+    PGresult *res = d->res[0];
+    int rows = PQntuples(res);
+    if (rows != c->n) {
+        http_respond_refusal(r, 500, "internal_error", NULL, "lock_ops_v1 answered %d rows for %d ops", rows, c->n);
+        db_req_clear(d);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"results\":[");
+    for (int i = 0; i < rows; i++) {
+        if (i)
+            buf_putc(&b, ',');
+        buf_append(&b, PQgetvalue(res, i, LOCK_OPS_RESULT), (size_t)PQgetlength(res, i, LOCK_OPS_RESULT));
+    }
+    buf_puts(&b, "]}");
+    db_req_clear(d);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static int lock_submit(lock_ctx *c)
+{
+    app *a = c->http->app;
+    c->attempts++;
+    kvw_params_free(&c->p);
+    lockw_params_build(c->http->tenant, c->ops, c->n, &c->p);
+    memset(&c->dbr, 0, sizeof c->dbr);
+    c->dbr.nstmt = 1;
+    c->dbr.stmt[0] = (db_stmt){LOCK_OPS_SQL, c->p.n, c->p.values, c->p.lengths, c->p.formats, 1};
+    c->dbr.done = on_locks;
+    c->dbr.arg = c;
+    return db_submit(a->db, &c->dbr);
+}
+
+void api_locks(http_req *r)
+{
+    kvw_refusal why = {0};
+    if (!r->body || r->body_len == 0) {
+        http_respond_refusal(r, 400, "lock_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
+        return;
+    }
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    json_opts o = {.token_depth = 3};
+    if (json_parse(&d, r->body, r->body_len, &o) < 0) {
+        http_respond_refusal(r, 400, "lock_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
+        json_doc_free(&d);
+        return;
+    }
+    lock_ctx *c = arena_alloc(&r->ar, sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->http = r;
+    int rc = lockw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    json_doc_free(&d);
+    if (rc < 0) {
+        kvw_respond_refused(r, &why);
+        return;
+    }
+    if (c->n == 0) {
+        buf b;
+        buf_init(&b, 0);
+        buf_puts(&b, "{\"results\":[]}");
+        http_respond_json(r, 200, &b);
+        buf_free(&b);
+        return;
+    }
+    http_async(r);
+    if (lock_submit(c) < 0) {
+        kvw_params_free(&c->p);
+        api_respond_db_refusal(r, &c->dbr);
+    }
+}

@@ -272,6 +272,8 @@ void api_metrics_prometheus(http_req *r)
     metric_help(&b, "queen_process_resident_memory_bytes", "gauge", "Resident memory of this process");
     metric_u64(&b, "queen_process_resident_memory_bytes", NULL, rss_bytes());
     http_server_render_metrics(a->http, &b);
+    if (a->proxy)
+        http_server_render_metrics(a->proxy, &b);
     const pusher_metrics *pm = pusher_get_metrics(a->push);
     metric_help(&b, "queen_push_records_total", "counter", "Records committed by push");
     metric_u64(&b, "queen_push_records_total", NULL, mc_get(&pm->records));
@@ -319,6 +321,8 @@ void api_metrics_prometheus(http_req *r)
     retention_render_metrics(a->retention, &b);
     metric_help(&b, "queen_dedup_forgotten_total", "counter", "Producer transactionIds dropped after the dedup window");
     metric_u64(&b, "queen_dedup_forgotten_total", NULL, maint_dedup_forgotten(a->maint));
+    metric_help(&b, "queen_traces_deleted_total", "counter", "Message traces deleted after retention removed their records");
+    metric_u64(&b, "queen_traces_deleted_total", NULL, maint_traces_deleted(a->maint));
     render_kv_timer_metrics(a, &b);
     api_streams_prometheus(&b);
     if (a->auth)

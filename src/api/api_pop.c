@@ -15,6 +15,7 @@
 #include "consume/autopilot.h"
 #include "consume/popbatch.h"
 #include "consume/popreq.h"
+#include "consume/qpf.h"
 #include "core/util.h"
 #include "storage/payload.h"
 
@@ -33,6 +34,12 @@ typedef struct pop_ctx {
     uuid lease;
     char first_part[300];
     char first_uuid[37];
+    /* frames=true (not a namespace pop): the answer is QPF1 (consume/qpf.h) instead of msgs */
+    int framed;
+    qpf_writer qpf;
+    int qpf_bad;         /* a message the format cannot carry: the pop answers an error */
+    buf qpf_tmp;         /* an opened sealed payload */
+    buf qpf_errors;      /* payloadErrors entries of the answer's own keys */
 } pop_ctx;
 
 /* The autopilot echo (a 2.x pop that sent autopilot=true): what the broker used. */
@@ -95,12 +102,60 @@ static void respond_db_failure(pop_ctx *c, const db_req *d)
     buf_free(&b);
 }
 
+static void qpf_drop(pop_ctx *c)
+{
+    if (!c->framed)
+        return;
+    qpf_free(&c->qpf);
+    buf_free(&c->qpf_tmp);
+    buf_free(&c->qpf_errors);
+}
+
+/* The QPF1 answer (consume/qpf.h); its own keys are the JSON answer's beside the messages. */
+static void respond_framed(pop_ctx *c)
+{
+    if (c->qpf_bad) {
+        qpf_drop(c);
+        /* leased but not delivered: the lease expires and the records come back */
+        http_respond_error_code(c->http, 422, "framed_pop_unencodable",
+                                "a message cannot be carried by the framed answer (a transactionId or producer "
+                                "longer than 65535 bytes); pop without frames=true");
+        return;
+    }
+    buf e, out;
+    buf_init(&e, 0);
+    buf_init(&out, 0);
+    buf_puts(&e, "{\"frames\":true");
+    put_autopilot(&e, c, 1);
+    if (c->qpf_errors.len) {
+        buf_puts(&e, ",\"payloadErrors\":[");
+        buf_append(&e, c->qpf_errors.data, c->qpf_errors.len);
+        buf_putc(&e, ']');
+    }
+    buf_putc(&e, '}');
+    int rc = qpf_finish(&c->qpf, e.data, e.len, &out);
+    buf_free(&e);
+    buf_free(&c->qpf_tmp);
+    buf_free(&c->qpf_errors);
+    mc_add(&c->a->cm.pop_messages, (uint64_t)c->nmsgs);
+    if (rc < 0)
+        http_respond_error_code(c->http, 422, "framed_pop_unencodable", "the framed answer could not be built");
+    else
+        http_respond(c->http, 200, QPF_CONTENT_TYPE, out.data, out.len);
+    buf_free(&out);
+}
+
 static void respond_messages(pop_ctx *c)
 {
     if (c->nmsgs == 0) {
         /* every record it claimed had been deleted; the lease store moved the cursor past them */
         buf_free(&c->msgs);
+        qpf_drop(c);
         respond_empty(c, 204, NULL);
+        return;
+    }
+    if (c->framed) {
+        respond_framed(c);
         return;
     }
     pop_answer pa = {c->job.args.queue, c->first_part, c->first_uuid, c->job.args.auto_ack ? NULL : &c->lease,
@@ -116,12 +171,52 @@ static void respond_messages(pop_ctx *c)
     buf_free(&b);
 }
 
+/* A claim of a framed answer: the 2.x partitionId is our partition's u64 id (docs/http-api.md),
+ * deliveryAttempt the cursor's retry count + 1. */
+static void framed_claim(pop_ctx *c, const popped_partition *p)
+{
+    if (!c->qpf_bad && qpf_claim(&c->qpf, p->id, p->name, p->name_len, (uint64_t)p->start, (uint64_t)p->end - 1, p->attempt) < 0)
+        c->qpf_bad = 1;
+}
+
+/* A message of a framed answer: the plaintext (a sealed payload opened here); one this node
+ * cannot open goes as no payload (data null, as the JSON answer's) with its payloadError in the
+ * answer's own keys. */
+static void framed_record(pop_ctx *c, const popped_partition *p, const record_view *v, int64_t ts, const char *txn,
+                          size_t tl)
+{
+    if (c->qpf_bad)
+        return;
+    uuid mid;
+    uuid_message_id(p->id, v->offset, &mid);
+    const char *pl;
+    size_t plen;
+    enum seal_result why;
+    if (record_payload_open(v, &c->qpf_tmp, &pl, &plen, &why) < 0) {
+        char text[160];
+        record_payload_error_text(v, why, text, sizeof text);
+        if (c->qpf_errors.len)
+            buf_putc(&c->qpf_errors, ',');
+        buf_printf(&c->qpf_errors, "{\"partitionId\":\"%llu\",\"offset\":%llu,\"" PAYLOAD_ERROR_FIELD "\":",
+                   (unsigned long long)p->id, (unsigned long long)v->offset);
+        jw_cstr(&c->qpf_errors, text);
+        buf_putc(&c->qpf_errors, '}');
+        plen = 0;
+    }
+    if (qpf_message(&c->qpf, v->offset, ts, mid.b, v->trace, txn, tl, v->producer, v->producer ? v->producer_len : 0,
+                    pl, plen) < 0)
+        c->qpf_bad = 1;
+}
+
 /* Its n-th claim: the answer's first partition and lease come from the first. */
 static void on_claim(pop_job *j, int n, const popped_partition *p, const uuid *lease)
 {
     pop_ctx *c = (pop_ctx *)j;
-    if (n != 1)
+    if (n != 1) {
+        if (c->framed)
+            framed_claim(c, p);
         return;
+    }
     buf_init(&c->msgs, 0);
     c->nmsgs = 0;
     snprintf(c->first_part, sizeof c->first_part, "%.*s", (int)p->name_len, p->name);
@@ -129,12 +224,27 @@ static void on_claim(pop_job *j, int n, const popped_partition *p, const uuid *l
         c->job.args.queue = arena_strndup(&c->http->ar, p->queue, p->queue_len);
     format_uuid_text(p->uuid, c->first_uuid);
     c->lease = *lease;
+    if (c->framed) {
+        char ls[37] = "";
+        if (!c->job.args.auto_ack)
+            uuid_format(lease, ls);
+        const char *q = c->job.args.queue, *g = c->job.args.group;
+        buf_init(&c->qpf_tmp, 0);
+        buf_init(&c->qpf_errors, 0);
+        c->qpf_bad = qpf_begin(&c->qpf, 0, q, strlen(q), ls, strlen(ls), g, strlen(g)) < 0;
+        framed_claim(c, p);
+    }
 }
 
 static void on_record(pop_job *j, const popped_partition *p, const record_view *v, int64_t ts, const char *txn,
                       size_t tl, const uuid *lease)
 {
     pop_ctx *c = (pop_ctx *)j;
+    if (c->framed) {
+        c->nmsgs++;
+        framed_record(c, p, v, ts, txn, tl);
+        return;
+    }
     if (c->nmsgs++)
         buf_putc(&c->msgs, ',');
     answer_pop_message(&c->msgs, p, v, ts, txn, tl, c->job.args.auto_ack ? NULL : lease, c->job.args.group);
@@ -150,6 +260,7 @@ static void on_fail(pop_job *j, const db_req *d, const char *msg)
 {
     pop_ctx *c = (pop_ctx *)j;
     buf_free(&c->msgs);
+    qpf_drop(c);
     if (d) {
         respond_db_failure(c, d);
         return;
@@ -186,6 +297,7 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
     pop_ctx *c = (pop_ctx *)j;
     c->retry_at = out->retry_at;
     buf_free(&c->msgs);
+    qpf_drop(c);
     c->nmsgs = 0;
     if (c->wait && mono_ms() < c->deadline_ms && !c->a->shutting_down && !http_client_gone(c->http)) {
         mc_add(&c->a->cm.pop_waits, 1);
@@ -283,6 +395,7 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     int64_t timeout = pr.timeout_ms;
     if (pr.conflation && conflation_refused_or_respond(c, pr.has_group))
         return;
+    c->framed = pr.frames == 1 && !ns;
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
     c->job.ops = &POP_OPS;
     c->job.db = a->db;

@@ -667,7 +667,14 @@ void api_streams_state_get(http_req *r)
         c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_partitions_v1($1::uuid, $2::uuid, $3::int8)", 3,
                                    c->values, c->lengths, c->formats, 1};
     } else {
-        if (required_uuid(r, &d, "partition_id", &p) < 0) {
+        const char *ps;
+        size_t psl;
+        if (required_str(r, &d, "partition_id", &ps, &psl) < 0) {
+            json_doc_free(&d);
+            return;
+        }
+        if (api_partition_ref(ps, psl, &p) < 0) {
+            http_respond_error_code(r, 400, "invalid_uuid", "partition_id must be a UUID");
             json_doc_free(&d);
             return;
         }
@@ -1124,7 +1131,8 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
             http_respond_error(r, 400, "%s%s is required", pfx, idk[k]);
             return -1;
         }
-        if (uuid_parse(s, len, ids[k]) < 0) {
+        /* partition_id: also a framed pop's u64 id (api_partition_ref), resolved by the SQL */
+        if ((k == 1 ? api_partition_ref(s, len, ids[k]) : uuid_parse(s, len, ids[k])) < 0) {
             http_respond_error_code(r, 400, "invalid_uuid", "%s%s must be a UUID", pfx, idk[k]);
             return -1;
         }

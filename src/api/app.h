@@ -108,6 +108,7 @@ void api_kv_delete(http_req *r);
 void api_kv_incr(http_req *r);
 void api_kv_batch(http_req *r);
 void api_kv_ops(http_req *r); /* POST /api/v1/kv, the 2.x batch */
+void api_locks(http_req *r);  /* POST /api/v1/locks */
 void api_timer_ops(http_req *r);
 void api_timer_peek(http_req *r);
 void api_timer_cancel(http_req *r);
@@ -138,6 +139,21 @@ void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
 void api_message_delete(http_req *r);
+/* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
+ * dead letter (api_dlq.c; docs/http-api.md). */
+void api_message_retry(http_req *r);
+/* Depth, partitions, the status and analytics pages, this node's metrics (api_dashboard.c). */
+void api_resources_queue_depth(http_req *r);
+void api_resources_partitions(http_req *r);
+void api_status_page(http_req *r);
+void api_status_analytics(http_req *r);
+void api_analytics_system_metrics(http_req *r);
+void api_analytics_worker_metrics(http_req *r);
+/* Traces (api_traces.c). */
+void api_trace_add(http_req *r);
+void api_trace_names(http_req *r);
+void api_traces_by_name(http_req *r);
+void api_traces_for_message(http_req *r);
 /* Appends the per-queue lag and dead-letter gauges to a Prometheus body and answers; `body`
  * is taken over. Without the database the gauges are left out (the rest still answers). */
 void api_metrics_lag_finish(http_req *r, buf *body);
@@ -158,6 +174,11 @@ int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, siz
  * character (\u0000)", else `otherwise` (the route's own message for a missing or mistyped
  * field). Returns buf, filled. */
 const char *api_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n);
+
+/* An ack's partitionId: a partition UUID (the JSON answers'), or the decimal u64 partition id a
+ * framed pop (QPF1) gave, 1..2^63-1, passed on as the uuid 00000000-0000-0000-<id, 16 hex digits>
+ * that queen.ack_v1 resolves by id. 0, or -1 when it is neither. */
+int api_partition_ref(const char *s, size_t n, uuid *out);
 /* An integer field: 1 present, 0 absent/null, -1 wrong type or out of [lo, hi]. */
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi);

@@ -15,7 +15,7 @@
     X(POP_A, a, int8)           /* claim: first offset; segment: base offset */                                \
     X(POP_B, b, int8)           /* claim: end offset (exclusive); segment: last offset */                      \
     X(POP_C, c, int8)           /* claim: lease expiry (µs); empty: when records may be available */           \
-    X(POP_SEG_TS, seg_ts, int8)                                                                                \
+    X(POP_SEG_TS, seg_ts, int8) /* segment: its stamp; claim: the delivery attempt (retry count + 1) */      \
     X(POP_SEG_COUNT, seg_count, int4) /* claim: 1 when the partition holds records past b */                   \
     X(POP_SEG_DATA, seg_data, bytea)
 /* queen.pop_ns_v1: pop_v1's rows plus the queue of each */

@@ -103,6 +103,7 @@ int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_parti
             .b = i64_at(res, i, POP_B),
             .c = i64_at(res, i, POP_C),
             .seg_ts = i64_at(res, i, POP_SEG_TS),
+            .seg_ts_null = PQgetisnull(res, i, POP_SEG_TS),
             .seg_count_null = PQgetisnull(res, i, POP_SEG_COUNT),
             .seg_data = (const uint8_t *)PQgetvalue(res, i, POP_SEG_DATA),
             .seg_len = (size_t)PQgetlength(res, i, POP_SEG_DATA),

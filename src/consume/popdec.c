@@ -49,6 +49,7 @@ int pop_decoder_row(pop_decoder *d, const pop_row *r)
         cur->end = r->b;
         cur->lease_expires = r->c;
         cur->more = !r->seg_count_null && r->seg_count == 1;
+        cur->attempt = r->seg_ts_null ? 1 : (uint32_t)r->seg_ts;
         /* pop_ns_v1's rows carry the queue of each claim */
         cur->queue = r->qname;
         cur->queue_len = r->qname ? r->qname_len : 0;

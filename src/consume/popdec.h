@@ -22,6 +22,7 @@ typedef struct popped_partition {
     const char *queue;       /* namespace pops: the queue of this claim (else NULL) */
     size_t queue_len;
     int more;                /* the partition holds records past `end` */
+    uint32_t attempt;        /* the delivery attempt: the cursor's retry count + 1 (failed acks) */
 } popped_partition;
 
 typedef void (*pop_record_fn)(void *arg, const popped_partition *p, const record_view *v, int64_t ts);
@@ -44,7 +45,8 @@ typedef struct pop_row {
     const uint8_t *puuid;     /* 16 bytes */
     const char *pname;
     size_t pname_len;
-    int64_t a, b, c, seg_ts;  /* NULL reads as 0 */
+    int64_t a, b, c, seg_ts;  /* NULL reads as 0; a claim's seg_ts is its delivery attempt */
+    int seg_ts_null;
     int seg_count_null;
     int32_t seg_count;
     const uint8_t *seg_data;

@@ -47,7 +47,9 @@ qerr pop_request_read(const url_query *q, const pop_defaults *def, pop_request *
     pop_sizing *sz = &r->sizing;
     sz->autopilot = query_bool(q, "autopilot", 0);
     int conflation = query_bool(q, "conflation", 0);
-    int frames = query_bool(q, "frames", 0); /* the framed answer is not served: JSON, the documented fallback */
+    /* frames=true: QPF1 (consume/qpf.h) for the answers with messages; empty answers and
+     * namespace pops (one queue per answer in QPF1) stay JSON, the documented fallback */
+    int frames = query_bool(q, "frames", 0);
     if (sz->autopilot < 0 || conflation < 0 || frames < 0)
         return qerr_set(err, QERR_BAD_INPUT, "invalid_request",
                         "autopilot, conflation and frames must be true or false");
@@ -72,6 +74,7 @@ qerr pop_request_read(const url_query *q, const pop_defaults *def, pop_request *
     if (r->wait < 0 || pa->auto_ack < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "wait and autoAck must be true or false");
     r->conflation = conflation;
+    r->frames = frames;
     if (conflation)
         return QERR_OK;
     const char *mode = url_query_get(q, "subscriptionMode");

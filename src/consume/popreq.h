@@ -24,6 +24,7 @@ typedef struct pop_request {
     int wait;
     int64_t timeout_ms;
     int conflation;         /* conflation=true: the caller refuses the pop (subscription fields unread) */
+    int frames;             /* frames=true: the caller answers QPF1 (consume/qpf.h) when it can */
 } pop_request;
 
 /* Reads q into r (args.tenant/queue/partition/ns/task set by the caller first). QERR_OK, or

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#define DB_MAX_STMTS 4
+#define DB_MAX_STMTS 6
 
 enum db_err {
     DB_OK = 0,
@@ -51,7 +51,7 @@ struct db_req {
     int failed_stmt;   /* index of the first failed statement, -1 if none */
     char sqlstate[6];
     char errmsg[512];     /* PostgreSQL's primary message, or the pool's own sentence; for logs */
-    char errdetail[256];  /* PG_DIAG_MESSAGE_DETAIL and PG_DIAG_MESSAGE_HINT of an SQL error, or "" */
+    char errdetail[4096]; /* PG_DIAG_MESSAGE_DETAIL of an SQL error, or "" (the KV rider's verdict: kv_ops_v1) */
     char errhint[256];
     /* private */
     db_req *next;

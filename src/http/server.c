@@ -42,6 +42,7 @@ struct http_server {
     int port;
     size_t max_body;
     uint8_t default_tenant[16];
+    char metric_requests[96], metric_seconds[96];
     h2o_globalconf_t config;
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
@@ -182,9 +183,6 @@ void http_respond(http_req *r, int status, const char *content_type, const char 
     if (r->retry_after)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, r->retry_after,
                        strlen(r->retry_after));
-    if (r->extra_header_name && r->extra_header_value)
-        h2o_add_header_by_str(&req->pool, &req->res.headers, r->extra_header_name, strlen(r->extra_header_name), 1,
-                              NULL, r->extra_header_value, strlen(r->extra_header_value));
     req->res.content_length = len;
     h2o_send_inline(req, body, len);
     /* the context is freed by on_h2o_dispose once h2o is done with the response */
@@ -593,6 +591,9 @@ http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *a
     s->port = o->port;
     s->max_body = o->max_body_bytes;
     memcpy(s->default_tenant, o->default_tenant, 16);
+    const char *mp = o->metrics_prefix ? o->metrics_prefix : "queen_http";
+    snprintf(s->metric_requests, sizeof s->metric_requests, "%.40s_requests_total", mp);
+    snprintf(s->metric_seconds, sizeof s->metric_seconds, "%.40s_request_duration_seconds", mp);
     h2o_config_init(&s->config);
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("queen"));
     s->config.max_request_entity_size = o->max_body_bytes;
@@ -681,23 +682,23 @@ void http_server_free(http_server *s)
 
 void http_server_render_metrics(http_server *s, buf *b)
 {
-    metric_help(b, "queen_http_requests_total", "counter", "HTTP requests answered, by route and status");
+    metric_help(b, s->metric_requests, "counter", "HTTP requests answered, by route and status");
     for (int i = 0; i <= s->nroutes; i++) {
         route *rt = i < s->nroutes ? &s->routes[i] : &s->other;
         for (int k = 0; k < rt->stats.n; k++) {
             char lab[256];
             snprintf(lab, sizeof lab, "method=\"%s\",route=\"%s\",status=\"%d\"", rt->method ? rt->method : "",
                      rt->pattern, rt->stats.s[k].status);
-            metric_u64(b, "queen_http_requests_total", lab, mc_get(&rt->stats.s[k].count));
+            metric_u64(b, s->metric_requests, lab, mc_get(&rt->stats.s[k].count));
         }
     }
-    metric_help(b, "queen_http_request_duration_seconds", "histogram", "Time from request to response, by route");
+    metric_help(b, s->metric_seconds, "histogram", "Time from request to response, by route");
     for (int i = 0; i <= s->nroutes; i++) {
         route *rt = i < s->nroutes ? &s->routes[i] : &s->other;
         if (atomic_load(&rt->stats.seconds.count) == 0)
             continue;
         char lab[256];
         snprintf(lab, sizeof lab, "method=\"%s\",route=\"%s\"", rt->method ? rt->method : "", rt->pattern);
-        metric_hist(b, "queen_http_request_duration_seconds", lab, &rt->stats.seconds);
+        metric_hist(b, s->metric_seconds, lab, &rt->stats.seconds);
     }
 }

@@ -51,9 +51,6 @@ struct http_req {
     uint8_t tenant[16];      /* the request's tenant (default tenant until auth says otherwise) */
     const char *subject;     /* authenticated subject (JWT sub), or NULL */
     arena ar;                /* freed with the context */
-    /* One more header for the answer (Retry-After of a 429), set before http_respond*; name
-     * and value must outlive the answer (the arena, or literals). */
-    const char *extra_header_name, *extra_header_value;
     /* Called when the client goes away while the handler is async and has not answered; the
      * handler must then answer (http_respond frees the context) once nothing of its own still
      * refers to it. NULL = just wait for the handler to answer. */
@@ -74,6 +71,7 @@ typedef struct http_server_opts {
     int port;
     size_t max_body_bytes;
     const uint8_t *default_tenant;
+    const char *metrics_prefix; /* the families' prefix: NULL = "queen_http" */
 } http_server_opts;
 
 http_server *http_server_new(uv_loop_t *loop, const http_server_opts *o, void *app);

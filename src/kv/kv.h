@@ -9,8 +9,8 @@
  *    request into kv_op values (kv_parse_*), send KV_BATCH_SQL with kv_batch_params and
  *    decode the answer with kv_batch_decode;
  *  - subsystems on threads of their own with a blocking libpq connection (the S3 sink keeps
- *    its leases and pointers here): kv_batch_sync does the same three steps on that
- *    connection;
+ *    its leases and pointers here): kv_batch_sync runs the ops on that connection with the
+ *    2.x semantics (queen.kv_ops_apply_v1, every fenced op required: kv_wire.h);
  *  - the reclaim job (kv_reaper), which deletes expired keys on one node at a time.
  *
  * The parsing, validation and parameter building include neither libpq nor libuv (the few
@@ -186,8 +186,9 @@ enum kv_list_col { KV_LIST_KEY, KV_LIST_VALUE, KV_LIST_VERSION, KV_LIST_EXPIRES_
 void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, const char *prefix, size_t prefix_len,
                     const char *after, size_t after_len, int64_t limit, kv_params *p);
 
-/* Runs a batch on a blocking connection (any thread that owns the connection). The ops run in
- * one transaction: all or nothing. Deadlocks and serialization failures are retried.
+/* Runs a batch on a blocking connection (any thread that owns the connection) through
+ * queen.kv_ops_apply_v1, every op with a precondition and every incr required. The ops run in
+ * one statement: all or nothing. Deadlocks and serialization failures are retried.
  * Returns 0 with *out filled (check out->fail), or -1 when the database failed (err says
  * why; the outcome is unknown when the connection was lost). */
 int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out, char *err,

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "core/timeutil.h"
 #include "kv.h"
+#include "kv_wire.h"
 
 /* A deadlock cannot happen inside the lock order, but a serialization failure or a deadlock
  * with some future caller outside it is answered by running the batch again, a few times. */
@@ -88,6 +90,105 @@ int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, si
     return 0;
 }
 
+/* The batch on the 2.x semantics (queen.kv_ops_apply_v1): every op that carries a
+ * precondition, and every incr (max, not_integer and overflow fail the batch), is required, so
+ * the first that does not apply fails the statement and nothing is written — the all-or-nothing
+ * contract of kv.h. */
+static void to_wire(const kv_op *o, kvw_op *w)
+{
+    memset(w, 0, sizeof *w);
+    w->ns = o->ns;
+    w->ns_len = o->ns_len;
+    w->key = o->key;
+    w->key_len = o->key_len;
+    switch (o->kind) {
+    case KV_GET: w->kind = KVW_GET; return;
+    case KV_PUT:
+        w->kind = o->expect == KV_EXPECT_ABSENT ? KVW_PUT_IF_ABSENT : KVW_PUT;
+        w->value = o->value;
+        w->value_len = o->value_len;
+        break;
+    case KV_DELETE: w->kind = KVW_DELETE; break;
+    case KV_INCR:
+        w->kind = KVW_INCR;
+        w->delta = o->by;
+        w->has_max = o->has_max;
+        w->max = o->max;
+        w->required = 1;
+        break;
+    }
+    if (o->expect == KV_EXPECT_ABSENT) {
+        w->has_expect = 1;
+        w->expect = 0;
+        w->required = 1;
+    } else if (o->expect == KV_EXPECT_VERSION) {
+        w->has_expect = 1;
+        w->expect = o->version;
+        w->required = 1;
+    }
+    if (o->kind != KV_DELETE) {
+        w->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 0;
+        w->forever = o->ttl_ms <= 0;
+    }
+}
+
+static enum kv_fail fail_of(const char *reason)
+{
+    static const struct {
+        const char *name;
+        enum kv_fail f;
+    } map[] = {{"version", KV_FAIL_VERSION},       {"exists", KV_FAIL_EXISTS},
+               {"absent", KV_FAIL_ABSENT},         {"max_exceeded", KV_FAIL_MAX},
+               {"min_exceeded", KV_FAIL_MAX},      {"not_integer", KV_FAIL_NOT_INTEGER},
+               {"overflow", KV_FAIL_OVERFLOW}};
+    for (size_t i = 0; i < ARRAY_LEN(map); i++)
+        if (strcmp(reason, map[i].name) == 0)
+            return map[i].f;
+    return KV_FAIL_VERSION;
+}
+
+/* One result object (JSON text at p, which lives as long as the PGresult) into r; kind -1
+ * reads a failed op's verdict (the key as it saw it). */
+static int read_result(const char *p, size_t n, int kind, kv_result *r)
+{
+    memset(r, 0, sizeof *r);
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    json_opts jo = {.token_depth = 1};
+    if (json_parse(&d, p, n, &jo) < 0 || json_type_of(&d, 0) != JSON_OBJECT) {
+        json_doc_free(&d);
+        return -1;
+    }
+    int t = json_get(&d, 0, "version");
+    if (t >= 0 && json_type_of(&d, t) == JSON_NUMBER)
+        json_int64(&d, t, &r->version);
+    t = json_get(&d, 0, "value");
+    if (t >= 0 && json_type_of(&d, t) != JSON_NULL) {
+        r->value = json_raw(&d, t, &r->value_len);
+    } else if (t >= 0 && kind != KVW_PUT && kind != KVW_PUT_IF_ABSENT) {
+        /* a stored JSON null */
+        r->value = json_raw(&d, t, &r->value_len);
+    }
+    t = json_get(&d, 0, "expiresAt");
+    if (t >= 0 && json_type_of(&d, t) == JSON_STRING) {
+        const char *s;
+        size_t sl;
+        if (json_str_span(&d, t, &s, &sl) == 0)
+            parse_iso_us(s, sl, &r->expires_at_us);
+    }
+    const char *flag = kind == KVW_GET ? "found" : kind == KVW_DELETE ? "applied" : "created";
+    r->flag = kind >= 0 && json_type_of(&d, json_get(&d, 0, flag)) == JSON_TRUE;
+    if (kind == KVW_GET && !r->flag) {
+        r->value = NULL;
+        r->value_len = 0;
+        r->version = 0;
+    }
+    if (kind == KVW_DELETE)
+        r->version = 0;
+    json_doc_free(&d);
+    return 0;
+}
+
 int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out, char *err,
                   size_t errlen)
 {
@@ -97,23 +198,60 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
         snprintf(err, errlen, "a batch holds 1 to %d ops, not %d", KV_BATCH_MAX_OPS, n);
         return -1;
     }
+    kvw_op *w = xcalloc((size_t)n, sizeof *w);
     for (int i = 0; i < n; i++) {
         char e[300];
         if (kv_check_op(&ops[i], e, sizeof e) < 0) {
             snprintf(err, errlen, "op %d: %s", i, e);
+            free(w);
             return -1;
         }
+        to_wire(&ops[i], &w[i]);
     }
-    kv_params p;
-    kv_batch_params(tenant, ops, n, &p);
+    kvw_params p;
+    kvw_params_build_apply(tenant, w, n, &p);
     int rc = -1;
     for (int attempt = 1;; attempt++) {
-        PGresult *res = PQexecParams(c, KV_BATCH_SQL, p.n, NULL, p.values, p.lengths, p.formats, 1);
+        PGresult *res = PQexecParams(c, KV_OPS_APPLY_SQL, p.n, NULL, p.values, p.lengths, p.formats, 1);
+        const char *ss = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-            rc = kv_batch_decode(res, n, out, err, errlen);
+            if (PQntuples(res) != n) {
+                snprintf(err, errlen, "kv_ops_apply_v1 answered %d rows for %d ops", PQntuples(res), n);
+                PQclear(res);
+                break;
+            }
+            out->results = xcalloc((size_t)n, sizeof *out->results);
+            out->n = n;
+            out->res = res;
+            rc = 0;
+            for (int i = 0; i < n && rc == 0; i++)
+                if (read_result(PQgetvalue(res, i, KV_OPS_APPLY_RESULT), (size_t)PQgetlength(res, i, KV_OPS_APPLY_RESULT),
+                                w[i].kind, &out->results[i]) < 0) {
+                    snprintf(err, errlen, "kv_ops_apply_v1: result %d is not a JSON object", i);
+                    rc = -1;
+                }
             break;
         }
-        const char *ss = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        char reason[64];
+        int op = ss ? kvw_required_failure(ss, PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), reason, sizeof reason)
+                    : 0;
+        if (op >= 1 && op <= n) {
+            /* the fence (or another precondition) did not hold: nothing was written */
+            const char *det = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+            out->fail = fail_of(reason);
+            out->failed_op = op - 1;
+            out->res = res;
+            if (det)
+                read_result(det, strlen(det), -1, &out->current);
+            /* the failing op's key as it saw it: found when it has a version */
+            out->current.flag = out->current.version > 0;
+            if (!out->current.flag) {
+                out->current.value = NULL;
+                out->current.value_len = 0;
+            }
+            rc = 0;
+            break;
+        }
         int retry = ss && (strcmp(ss, "40001") == 0 || strcmp(ss, "40P01") == 0) && attempt < KV_SYNC_MAX_ATTEMPTS;
         if (!retry) {
             const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -123,6 +261,7 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
         }
         PQclear(res);
     }
-    kv_params_free(&p);
+    kvw_params_free(&p);
+    free(w);
     return rc;
 }

@@ -22,6 +22,16 @@ enum kv_batch_col { KV_BATCH_V1_COLUMNS(DB_COL_ENUM) KV_BATCH_NCOLS };
     X(KV_OPS_INDEX, o_index, int4)                                                                             \
     X(KV_OPS_RESULT, o_result, text)
 enum kv_ops_col { KV_OPS_V1_COLUMNS(DB_COL_ENUM) KV_OPS_NCOLS };
+/* queen.kv_ops_apply_v1 (the body, called by the sink's blocking connection): the same rows */
+#define KV_OPS_APPLY_V1_COLUMNS(X)                                                                             \
+    X(KV_OPS_APPLY_INDEX, o_index, int4)                                                                       \
+    X(KV_OPS_APPLY_RESULT, o_result, text)
+enum kv_ops_apply_col { KV_OPS_APPLY_V1_COLUMNS(DB_COL_ENUM) KV_OPS_APPLY_NCOLS };
+/* queen.lock_ops_v1: the same two columns, one row per op (read with enum kv_ops_col) */
+#define LOCK_OPS_V1_COLUMNS(X)                                                                                 \
+    X(LOCK_OPS_INDEX, o_index, int4)                                                                           \
+    X(LOCK_OPS_RESULT, o_result, text)
+enum lock_ops_col { LOCK_OPS_V1_COLUMNS(DB_COL_ENUM) LOCK_OPS_NCOLS };
 
 /* queen.kv_gc_v1: keys reclaimed, -1 when another node holds the round */
 #define KV_GC_V1_COLUMNS(X) X(KV_GC_N, kv_gc_v1, int4)

@@ -357,7 +357,24 @@ static void add_bool(pgarray *a, int v)
     pgarray_add(a, &b, 1);
 }
 
+const char KV_OPS_APPLY_SQL[] =
+    "SELECT o_index, o_result FROM queen.kv_ops_apply_v1($1::uuid, $2::bool, $3::int4[], $4::text[], $5::text[], "
+    "$6::text[], $7::int8[], $8::bool[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], $13::text[], $14::int4[], "
+    "$15::bool[], $16::int4[], $17::text[])";
+
+static void params_build(const uint8_t tenant[16], int raise, int ms, const kvw_op *ops, int n, kvw_params *p);
+
 void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, int n, kvw_params *p)
+{
+    params_build(tenant, raise, 0, ops, n, p);
+}
+
+void kvw_params_build_apply(const uint8_t tenant[16], const kvw_op *ops, int n, kvw_params *p)
+{
+    params_build(tenant, 0, 1, ops, n, p);
+}
+
+static void params_build(const uint8_t tenant[16], int raise, int ms, const kvw_op *ops, int n, kvw_params *p)
 {
     memset(p, 0, sizeof *p);
     static const uint32_t oids[NARR] = {OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8, OID_BOOL, OID_INT8, OID_INT8,
@@ -381,8 +398,10 @@ void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, in
         else
             pgarray_add_null(&p->arr[A_EXPECT]);
         add_bool(&p->arr[A_REQUIRED], o->required);
-        if (o->ttl_s > 0)
-            pgarray_add_i64(&p->arr[A_TTL], o->ttl_s);
+        if (ms && o->ttl_ms > 0)
+            pgarray_add_i64(&p->arr[A_TTL], o->ttl_ms);
+        else if (o->ttl_s > 0)
+            pgarray_add_i64(&p->arr[A_TTL], ms ? o->ttl_s * 1000 : o->ttl_s);
         else
             pgarray_add_null(&p->arr[A_TTL]);
         pgarray_add_i64(&p->arr[A_DELTA], o->delta);
@@ -427,4 +446,185 @@ int kvw_required_failure(const char *sqlstate, const char *errmsg, char *reason,
         snprintf(reason, rlen, "%s", c ? c + 2 : "");
     }
     return i;
+}
+
+/* ---- locks ---- */
+
+static const char *const LOCK_NAMES[LOCKW_NKINDS] = {"acquire", "renew", "release", "get"};
+static const char *const LOCK_FIELDS[LOCKW_NKINDS][6] = {
+    [LOCKW_ACQUIRE] = {"name", "ttlSeconds", "owner", "limit"},
+    [LOCKW_RENEW] = {"name", "token", "ttlSeconds", "slot", "owner"},
+    [LOCKW_RELEASE] = {"name", "token", "slot"},
+    [LOCKW_GET] = {"name"},
+};
+
+const char *lockw_kind_name(int kind)
+{
+    return kind >= 0 && kind < LOCKW_NKINDS ? LOCK_NAMES[kind] : "unknown";
+}
+
+/* C0, DEL and C1 (U+0080..U+009F: C2 80..C2 9F in UTF-8) */
+static int has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7F || (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] <= 0x9F))
+            return 1;
+    }
+    return 0;
+}
+
+static int lock_text(const json_doc *d, int t, arena *ar, size_t max, int no_hash, const char **out, size_t *len)
+{
+    if (json_type_of(d, t) != JSON_STRING || tok_text(d, t, ar, out, len) < 0)
+        return -1;
+    if (*len < 1 || *len > max || has_control(*out, *len) || (no_hash && memchr(*out, '#', *len)))
+        return -1;
+    return 0;
+}
+
+static int lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const char *at, kvw_refusal *why)
+{
+    memset(op, 0, sizeof *op);
+    if (json_type_of(d, obj) != JSON_OBJECT)
+        return refuse(why, "lock_invalid_op", "not_object", "%s: an op must be a JSON object", at);
+    int ot = json_get(d, obj, "op");
+    op->kind = -1;
+    for (int k = 0; k < LOCKW_NKINDS && ot >= 0 && json_type_of(d, ot) == JSON_STRING; k++)
+        if (json_str_eq(d, ot, LOCK_NAMES[k]))
+            op->kind = k;
+    if (op->kind < 0)
+        return refuse(why, "lock_invalid_op", "op_unknown", "%s: op must be acquire, renew, release or get", at);
+    uint32_t cnt = d->toks[obj].count;
+    int k = json_first(d, obj);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
+        int known = json_str_eq(d, k, "op");
+        for (size_t f = 0; f < ARRAY_LEN(LOCK_FIELDS[op->kind]) && LOCK_FIELDS[op->kind][f] && !known; f++)
+            known = json_str_eq(d, k, LOCK_FIELDS[op->kind][f]);
+        if (!known) {
+            char name[80];
+            field_name(d, k, name, sizeof name);
+            return refuse(why, "lock_unknown_field", "unknown", "%s: a %s takes no field \"%s\"", at, LOCK_NAMES[op->kind],
+                          name);
+        }
+    }
+    int t = json_get(d, obj, "name");
+    if (t < 0 || lock_text(d, t, ar, LOCKW_NAME_MAX_BYTES, 1, &op->name, &op->name_len) < 0)
+        return refuse(why, "lock_invalid_name", t < 0 ? "name_missing" : "name_invalid",
+                      "%s: name is a string of 1 to %d bytes without control characters and without '#'", at,
+                      LOCKW_NAME_MAX_BYTES);
+    if (op->kind == LOCKW_GET)
+        return 0;
+    t = json_get(d, obj, "owner");
+    if (t >= 0 && lock_text(d, t, ar, LOCKW_OWNER_MAX_BYTES, 0, &op->owner, &op->owner_len) < 0)
+        return refuse(why, "lock_invalid_owner", "owner_invalid",
+                      "%s: owner is a string of 1 to %d bytes without control characters", at, LOCKW_OWNER_MAX_BYTES);
+    if (op->kind != LOCKW_RELEASE) {
+        int64_t s;
+        int rc = int_member(d, obj, "ttlSeconds", &s);
+        if (rc == 0)
+            return refuse(why, "lock_invalid_ttl", "missing",
+                          "%s: ttlSeconds is required (there is no forever: a holder that needs longer renews)", at);
+        if (rc < 0 || s < 1 || s > KVW_TTL_MAX_S)
+            return refuse(why, "lock_invalid_ttl", "out_of_range", "%s: ttlSeconds must be an integer from 1 to %lld", at,
+                          KVW_TTL_MAX_S);
+        op->ttl_s = s;
+    }
+    if (op->kind == LOCKW_ACQUIRE) {
+        int64_t l = 1;
+        if (int_member(d, obj, "limit", &l) < 0 || l < 1 || l > LOCKW_LIMIT_MAX)
+            return refuse(why, "lock_invalid_limit", "out_of_range",
+                          "%s: limit is a whole number from 1 (a lock) to %d (a semaphore's permits)", at, LOCKW_LIMIT_MAX);
+        op->limit = (int32_t)l;
+        return 0;
+    }
+    int64_t tok;
+    int rc = int_member(d, obj, "token", &tok);
+    if (rc <= 0 || tok < 1)
+        return refuse(why, "lock_invalid_token", rc == 0 ? "missing" : "not_positive",
+                      "%s: %s needs token, the positive integer the last acquire or renew answered", at,
+                      LOCK_NAMES[op->kind]);
+    op->token = tok;
+    int64_t sl;
+    t = json_get(d, obj, "slot");
+    if (t >= 0 && json_type_of(d, t) != JSON_NULL) {
+        if (int_member(d, obj, "slot", &sl) < 0 || sl < 0 || sl >= LOCKW_LIMIT_MAX)
+            return refuse(why, "lock_invalid_slot", "out_of_range", "%s: slot is a whole number from 0 to %d", at,
+                          LOCKW_LIMIT_MAX - 1);
+        op->has_slot = 1;
+        op->slot = (int32_t)sl;
+    }
+    return 0;
+}
+
+int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_refusal *why)
+{
+    if (json_type_of(d, 0) != JSON_OBJECT)
+        return refuse(why, "lock_invalid_body", "not_object", "the body must be {\"operations\": [op, ...]}");
+    uint32_t cnt = d->toks[0].count;
+    int k = json_first(d, 0);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
+        if (!json_str_eq(d, k, "operations")) {
+            char name[80];
+            field_name(d, k, name, sizeof name);
+            return refuse(why, "lock_invalid_body", "unknown_field", "unknown field \"%s\": the body is {\"operations\": [op, ...]}",
+                          name);
+        }
+    }
+    int arr = json_get(d, 0, "operations");
+    if (arr < 0)
+        return refuse(why, "lock_invalid_body", "operations_missing", "the body must be {\"operations\": [op, ...]}");
+    if (json_type_of(d, arr) != JSON_ARRAY)
+        return refuse(why, "lock_invalid_body", "not_array", "operations must be an array of lock ops");
+    uint32_t m = d->toks[arr].count;
+    if (m > LOCKW_MAX_OPS)
+        return refuse(why, "lock_limit_exceeded", "too_many_ops", "operations holds %u ops; at most %d are taken at once", m,
+                      LOCKW_MAX_OPS);
+    lockw_op *out = arena_alloc(ar, (m ? m : 1) * sizeof *out);
+    int t = json_first(d, arr);
+    for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
+        char at[64];
+        snprintf(at, sizeof at, "operations[%u]", i);
+        if (lock_op(d, t, ar, &out[i], at, why) < 0) {
+            why->index = (int)i;
+            return -1;
+        }
+    }
+    *ops = out;
+    *n = (int)m;
+    return 0;
+}
+
+const char LOCK_OPS_SQL[] = "SELECT o_index, o_result FROM queen.lock_ops_v1($1::uuid, $2::int4[], $3::text[], "
+                            "$4::text[], $5::int8[], $6::int4[], $7::int8[], $8::int4[])";
+
+void lockw_params_build(const uint8_t tenant[16], const lockw_op *ops, int n, kvw_params *p)
+{
+    memset(p, 0, sizeof *p);
+    enum { L_KIND, L_NAME, L_OWNER, L_TTL, L_LIMIT, L_TOKEN, L_SLOT, LN };
+    static const uint32_t oids[LN] = {OID_INT4, OID_TEXT, OID_TEXT, OID_INT8, OID_INT4, OID_INT8, OID_INT4};
+    for (int a = 0; a < LN; a++)
+        pgarray_begin(&p->arr[a], oids[a]);
+    for (int i = 0; i < n; i++) {
+        const lockw_op *o = &ops[i];
+        pgarray_add_i32(&p->arr[L_KIND], o->kind);
+        pgarray_add(&p->arr[L_NAME], o->name, o->name_len);
+        if (o->owner)
+            pgarray_add(&p->arr[L_OWNER], o->owner, o->owner_len);
+        else
+            pgarray_add_null(&p->arr[L_OWNER]);
+        pgarray_add_i64(&p->arr[L_TTL], o->ttl_s);
+        pgarray_add_i32(&p->arr[L_LIMIT], o->limit > 0 ? o->limit : 1);
+        pgarray_add_i64(&p->arr[L_TOKEN], o->token);
+        if (o->has_slot)
+            pgarray_add_i32(&p->arr[L_SLOT], o->slot);
+        else
+            pgarray_add_null(&p->arr[L_SLOT]);
+    }
+    memcpy(p->tenant, tenant, 16);
+    p_bin(p, p->tenant, 16);
+    for (int a = 0; a < LN; a++) {
+        pgarray_finish(&p->arr[a]);
+        p_bin(p, p->arr[a].b.data, p->arr[a].b.len);
+    }
 }

@@ -53,6 +53,7 @@ typedef struct kvw_op {
     int required;
     int forever;          /* writes: exactly one of forever and ttl_s > 0 */
     int64_t ttl_s;
+    int64_t ttl_ms;       /* in-process callers (kv_batch_sync): the lifetime in ms instead */
     int64_t delta;        /* incr (default 1) */
     int has_min, has_max;
     int64_t min, max;
@@ -104,10 +105,44 @@ void kvw_params_free(kvw_params *p);
 extern const char KV_OPS_SQL[];
 #define KVW_SQLSTATE_REQUIRED "QK001"
 void kvw_params_build(const uint8_t tenant[16], int raise, const kvw_op *ops, int n, kvw_params *p);
+/* The body itself, queen.kv_ops_apply_v1, with lifetimes in ms (ttl_ms, else ttl_s * 1000):
+ * for a blocking connection's single statement, where a lost required op fails the statement
+ * (QK001, the verdict in PG_DIAG_MESSAGE_DETAIL) and so rolls it all back. */
+extern const char KV_OPS_APPLY_SQL[];
+void kvw_params_build_apply(const uint8_t tenant[16], const kvw_op *ops, int n, kvw_params *p);
 
 /* The failed op (from 1) and its reason named by a KVW_SQLSTATE_REQUIRED error's message
  * ("kv_ops_v1: op 3: version"); 0 when the message is not one. reason gets at most rlen - 1
  * bytes. */
 int kvw_required_failure(const char *sqlstate, const char *errmsg, char *reason, size_t rlen);
+
+/* ---- locks and semaphores: POST /api/v1/locks (queen.lock_ops_v1) ---- */
+
+enum lockw_kind { LOCKW_ACQUIRE = 0, LOCKW_RENEW = 1, LOCKW_RELEASE = 2, LOCKW_GET = 3, LOCKW_NKINDS };
+#define LOCKW_NAME_MAX_BYTES 256
+#define LOCKW_OWNER_MAX_BYTES 256
+#define LOCKW_LIMIT_MAX 1024
+/* an acquire may look at up to LOCKW_LIMIT_MAX slots: a call takes fewer ops than a KV batch */
+#define LOCKW_MAX_OPS 100
+
+typedef struct lockw_op {
+    int kind;           /* enum lockw_kind */
+    const char *name;   /* no '#', no control characters */
+    size_t name_len;
+    const char *owner;  /* NULL: minted by the broker (acquire) */
+    size_t owner_len;
+    int64_t ttl_s;      /* acquire, renew */
+    int32_t limit;      /* acquire: 1 = a lock */
+    int64_t token;      /* renew, release */
+    int has_slot;
+    int32_t slot;
+} lockw_op;
+
+/* The body {"operations": [op, ...]}: 0, or -1 with *why (codes lock_*). */
+int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_refusal *why);
+const char *lockw_kind_name(int kind);
+/* SELECT o_index, o_result FROM queen.lock_ops_v1($1 tenant, $2..$8 arrays): kv_ops_col rows */
+extern const char LOCK_OPS_SQL[];
+void lockw_params_build(const uint8_t tenant[16], const lockw_op *ops, int n, kvw_params *p);
 
 #endif

@@ -38,6 +38,9 @@ enum retention_col { RETENTION_V1_COLUMNS(DB_COL_ENUM) RETENTION_NCOLS };
 #define PARTITION_CLEANUP_V1_COLUMNS(X) X(PARTITION_CLEANUP_N, partition_cleanup_v1, int4)
 /* queen.dedup_gc_v1: transactionIds forgotten, -1 when another node holds the round */
 #define DEDUP_GC_V1_COLUMNS(X) X(DEDUP_GC_N, dedup_gc_v1, int4)
+/* queen.trace_gc_v1: traces deleted, -1 when another node holds the round */
+#define TRACE_GC_V1_COLUMNS(X) X(TRACE_GC_N, trace_gc_v1, int4)
+enum { TRACE_GC_V1_COLUMNS(DB_COL_ENUM) };
 /* queen.tick_v1: clocks moved */
 #define TICK_V1_COLUMNS(X) X(TICK_N, tick_v1, int4)
 enum { PARTITION_CLEANUP_V1_COLUMNS(DB_COL_ENUM) };

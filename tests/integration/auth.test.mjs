@@ -35,6 +35,8 @@ const ROUTES = [
   ['POST', '/api/v1/ack/batch', 'read-write', { acknowledgments: [] }],
   ['POST', `/api/v1/lease/${UUID0}/extend`, 'read-write', {}],
   ['POST', '/api/v1/transaction', 'read-write', { operations: [{ type: 'push', items: [{ queue: 'matrix-t', payload: 1 }] }] }],
+  ['POST', '/api/v1/kv', 'read-write', { operations: [{ op: 'get', ns: 'm', key: 'k' }] }],
+  ['POST', '/api/v1/locks', 'read-write', { operations: [{ op: 'get', name: 'm' }] }],
   ['POST', '/api/v1/kv/batch', 'read-write', { ops: [{ op: 'get', namespace: 'm', key: 'k' }] }],
   ['GET', '/api/v1/kv/m', 'read-only'],
   ['GET', '/api/v1/kv/m/k', 'read-only'],

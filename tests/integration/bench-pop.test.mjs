@@ -2,7 +2,8 @@
 // JSON, so `make bench --url` measures any Queen-compatible broker: against queen itself (every
 // pushed record counted once, in ack mode every ack accepted and nothing left), and against a
 // stand-in broker that answers in another key order, pretty-printed, with payloads full of
-// look-alike keys (the count is what it served, refused acks are counted).
+// look-alike keys (the count is what it served, refused acks are counted). FRAMES=1 reads the
+// framed answer (QPF1) instead.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
@@ -68,6 +69,21 @@ test('against queen, autoack and fanout: the counts are the records delivered', 
   const f = await wrk(node.url, { MODE: 'fanout', QUEUE: 'bench_pop_auto', BATCH: '100', GROUPS: '2' });
   assert.equal(f.messages, 240);
   assert.equal(f.unreadable, 0);
+});
+
+test('against queen, FRAMES=1 (QPF1): every record counted once, acked by the u64 partitionId', async () => {
+  await fill('bench_pop_framed', 250);
+  const r = await wrk(node.url, { MODE: 'ack', QUEUE: 'bench_pop_framed', BATCH: '100', FRAMES: '1' });
+  assert.equal(r.messages, 250);
+  assert.equal(r.unreadable, 0);
+  assert.equal(r.ackfail, 0);
+  assert.equal(r.errors + r.non2xx, 0);
+  const left = await get(node.url, '/api/v1/pop/queue/bench_pop_framed?batch=100');
+  assert.ok(left.status === 204 || (left.json && left.json.messages.length === 0), left.text);
+  await fill('bench_pop_framed_auto', 120);
+  const a = await wrk(node.url, { MODE: 'autoack', QUEUE: 'bench_pop_framed_auto', BATCH: '100', FRAMES: '1' });
+  assert.equal(a.messages, 120);
+  assert.equal(a.unreadable, 0);
 });
 
 test('against a broker with another key order and layout: counts what it served, counts refused acks', async () => {

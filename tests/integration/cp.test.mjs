@@ -284,6 +284,8 @@ describe('control plane', () => {
     const m = (await get(n1.url, '/metrics/prometheus')).text;
     const re = new RegExp(`^queen_cp_refused_total\\{tenant="${b.tenant}",cluster="beta",code="rate_limited"\\} ([0-9]+)$`, 'm');
     assert.ok(Number(m.match(re)?.[1]) > 0, m.split('\n').filter((l) => l.includes('queen_cp')).join('\n'));
+    // the proxy port's answers have their own families beside the broker port's
+    assert.match(m, /^queen_proxy_http_requests_total\{method="GET",route="\/api\/v1\/kv\/:namespace",status="429"\} [1-9]/m);
     r = await cp.patch('/clusters/beta', { quotas: { requestsPerSecond: 0 } });
     assert.equal(r.json.quotas.requestsPerSecond, 0);
   });

@@ -40,7 +40,7 @@ function checkNoServerText(r, ctx) {
 function checkDbFailure(r, ctx, codes) {
   checkNoServerText(r, ctx);
   assert.ok(r.status === 500 || r.status === 503, `${ctx}: ${r.status} ${r.text}`);
-  if (/ \/api\/v1\/timers/.test(ctx)) {
+  if (/ \/api\/v1\/(timers|kv$|locks$)/.test(ctx)) {
     // the 2.x families answer in their envelope: {error: code, code, reason, detail, requestId}
     assert.deepEqual(Object.keys(r.json), ['error', 'code', 'reason', 'detail', 'requestId'], `${ctx}: ${r.text}`);
     assert.ok(codes.includes(r.json.code), `${ctx}: code ${r.json.code}: ${r.text}`);

@@ -225,6 +225,16 @@ describe('nodes that cannot open the records', () => {
       assert.equal(p.status, 200, p.text);
       assert.equal(p.json.messages[0].data, null);
       assert.match(p.json.messages[0].payloadError, /^sealed under another key/);
+      // the framed pop (QPF1): no payload in the frame, the reason in the answer's own keys
+      const fr = await fetch(`${b.url}/api/v1/pop/queue/enc/partition/p1?batch=10&wait=false&consumerGroup=other2&frames=true`);
+      assert.equal(fr.headers.get('content-type'), 'application/x-queen-pop');
+      const raw = Buffer.from(await fr.arrayBuffer());
+      assert.ok(!raw.includes(Buffer.from(SECRET)));
+      const own = JSON.parse(raw.subarray(9, 9 + raw.readUInt32LE(5)).toString());
+      assert.equal(own.frames, true);
+      assert.equal(own.payloadErrors.length, p.json.messages.filter((x) => x.payloadError).length);
+      assert.match(own.payloadErrors[0].payloadError, /^sealed under another key/);
+      assert.match(own.payloadErrors[0].partitionId, /^[1-9][0-9]*$/);
       // the message lookup and the timer listing
       const m = await get(b.url, `/api/v1/messages/${p.json.messages[0].partitionId}/t-1`);
       assert.equal(m.json.payload, null);

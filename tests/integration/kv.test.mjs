@@ -429,3 +429,262 @@ describe('bad input', () => {
     assert.ok(await metric('queen_kv_batches_total') > 0);
   });
 });
+
+// ---- the 2.x batch, POST /api/v1/kv {operations} (tests/py/test_kv.py drives it through the client) ----
+describe('POST /api/v1/kv (2.x)', () => {
+  const kv = (operations) => post(node.url, '/api/v1/kv', { operations });
+  const ok200 = (r) => { assert.equal(r.status, 200, r.text.slice(0, 400)); return r.json.results; };
+
+  test('values come back byte for byte, in a get, a getMany row and a getPrefix row', async () => {
+    const raw = '{"b" : [1,2.50,"\\u00e9"],  "a":null}';
+    const body = `{"operations":[{"op":"put","ns":"w2","key":"raw","value":${raw},"forever":true},` +
+      '{"op":"get","ns":"w2","key":"raw"},{"op":"getMany","ns":"w2","keys":["raw"]},' +
+      '{"op":"getPrefix","ns":"w2","prefix":"ra"}]}';
+    const r = await post(node.url, '/api/v1/kv', body);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.text.split(raw).length - 1, 3, r.text);
+    assert.equal(r.json.results[1].found, true);
+  });
+
+  test('exactly one of many concurrent putIfAbsent wins, every round', async () => {
+    for (let round = 0; round < 5; round++) {
+      const all = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        kv([{ op: 'putIfAbsent', ns: 'race2', key: `r${round}`, value: i, ttlSeconds: 60 }])));
+      const won = all.map(ok200).filter((res) => res[0].applied === true);
+      assert.equal(won.length, 1);
+      const lost = all.map(ok200).filter((res) => res[0].applied === false);
+      for (const l of lost) assert.equal(l[0].reason, 'exists');
+    }
+  });
+
+  test('batches naming the same keys in opposite orders never deadlock', async () => {
+    const keys = Array.from({ length: 6 }, (_, i) => `k${i}`);
+    const ops = (ks) => ks.map((k) => ({ op: 'incr', ns: 'order2', key: k, forever: true }));
+    const runs = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+      kv(ops(i % 2 ? keys : [...keys].reverse()))));
+    for (const r of runs) ok200(r);
+    const g = ok200(await kv([{ op: 'getMany', ns: 'order2', keys }]));
+    assert.deepEqual(g[0].rows.map((x) => x.value), keys.map(() => 16));
+  });
+
+  test('a lost required op rolls back the batch: its verdict at its place, nothing written', async () => {
+    ok200(await kv([{ op: 'put', ns: 'req2', key: 'fence', value: 'v', forever: true }]));
+    const r = await kv([
+      { op: 'put', ns: 'req2', key: 'a', value: 1, forever: true },
+      { op: 'delete', ns: 'req2', key: 'fence' },
+      { op: 'check', ns: 'req2', key: 'a', expect: 0, required: true },
+    ]);
+    const res = ok200(r);
+    // the check sees the put before it (ops apply in order); the rollback takes back both writes
+    assert.equal(r.json.rolledBack, true);
+    assert.equal(r.json.failedIndex, 2);
+    assert.equal(res.length, 3);
+    assert.deepEqual(res.map((x) => [x.applied, x.reason]), [[false, 'rolled_back'], [false, 'rolled_back'], [false, 'exists']]);
+    assert.equal(res[2].value, 1);
+    const g = ok200(await kv([{ op: 'get', ns: 'req2', key: 'fence' }, { op: 'get', ns: 'req2', key: 'a' }]));
+    assert.equal(g[0].found, true);
+    assert.equal(g[1].found, false);
+    assert.equal(pg.psql("SELECT count(*) FROM queen.kv WHERE namespace = 'req2'"), '1');
+  });
+
+  test('a failed required op that is not last: the later ops never run', async () => {
+    const r = await kv([
+      { op: 'putIfAbsent', ns: 'req3', key: 'x', value: 1, forever: true, required: true },
+      { op: 'put', ns: 'req3', key: 'x', value: 2, forever: true, expect: 99, required: true },
+      { op: 'put', ns: 'req3', key: 'y', value: 3, forever: true },
+    ]);
+    const res = ok200(r);
+    assert.equal(r.json.failedIndex, 1);
+    assert.equal(res[1].reason, 'version');
+    // the verdict shows the key as the failed op saw it: the putIfAbsent's write
+    assert.equal(res[1].value, 1);
+    assert.equal(pg.psql("SELECT count(*) FROM queen.kv WHERE namespace = 'req3'"), '0');
+  });
+
+  test('deleted keys and failed creations leave no rows behind', async () => {
+    ok200(await kv([
+      { op: 'put', ns: 'rows2', key: 'a', value: 1, forever: true },
+      { op: 'delete', ns: 'rows2', key: 'a' },
+      { op: 'check', ns: 'rows2', key: 'b', expect: 7 },
+      { op: 'put', ns: 'rows2', key: 'c', value: 1, forever: true, expect: 3 },
+    ]));
+    assert.equal(pg.psql("SELECT count(*) FROM queen.kv WHERE namespace = 'rows2'"), '0');
+  });
+
+  const refusals = [
+    [{}, 'kv_invalid_body', 'operations_missing'],
+    [{ operations: {} }, 'kv_invalid_body', 'not_array'],
+    [{ operations: [], ns: 'x' }, 'kv_invalid_body', 'unknown_field'],
+    [{ operations: [7] }, 'kv_invalid_op', 'not_object'],
+    [{ operations: [{ op: 'upsert', ns: 'n', key: 'k' }] }, 'kv_invalid_op', 'op_unknown'],
+    [{ operations: [{ op: 'get', ns: 'n', key: 'k', value: 1 }] }, 'kv_unknown_field', 'unknown'],
+    [{ operations: [{ op: 'get', key: 'k' }] }, 'kv_invalid_name', 'ns_missing'],
+    [{ operations: [{ op: 'get', ns: '', key: 'k' }] }, 'kv_invalid_name', 'ns_invalid'],
+    [{ operations: [{ op: 'get', ns: 'n', key: 'a\u0000b' }] }, 'kv_invalid_name', 'key_invalid'],
+    [{ operations: [{ op: 'get', ns: 'n', key: 'k'.repeat(1025) }] }, 'kv_invalid_name', 'key_invalid'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1 }] }, 'kv_expiry_not_specified', 'kv_expiry_not_specified'],
+    [{ operations: [{ op: 'incr', ns: 'n', key: 'k', ttlSeconds: 5, forever: true }] }, 'kv_expiry_not_specified', 'kv_expiry_not_specified'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, forever: false }] }, 'kv_invalid_ttl', 'forever_not_true'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, ttlSeconds: 0 }] }, 'kv_invalid_ttl', 'out_of_range'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, ttlSeconds: 1.5 }] }, 'kv_invalid_ttl', 'out_of_range'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', forever: true }] }, 'kv_invalid_value', 'missing'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, forever: true, expect: null }] }, 'kv_invalid_expect', 'not_integer'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, forever: true, expect: -1 }] }, 'kv_invalid_expect', 'negative'],
+    [{ operations: [{ op: 'putIfAbsent', ns: 'n', key: 'k', value: 1, forever: true, expect: 4 }] }, 'kv_invalid_expect', 'not_for_put_if_absent'],
+    [{ operations: [{ op: 'check', ns: 'n', key: 'k' }] }, 'kv_invalid_expect', 'missing'],
+    [{ operations: [{ op: 'incr', ns: 'n', key: 'k', forever: true, expect: 1 }] }, 'kv_unknown_field', 'unknown'],
+    [{ operations: [{ op: 'incr', ns: 'n', key: 'k', forever: true, delta: true }] }, 'kv_invalid_delta', 'not_integer'],
+    [{ operations: [{ op: 'incr', ns: 'n', key: 'k', forever: true, min: 5, max: 1 }] }, 'kv_invalid_bound', 'min_above_max'],
+    [{ operations: [{ op: 'put', ns: 'n', key: 'k', value: 1, forever: true, required: 1 }] }, 'kv_invalid_op', 'required_invalid'],
+    [{ operations: [{ op: 'getPrefix', ns: 'n' }] }, 'kv_prefix_required', 'kv_prefix_required'],
+    [{ operations: [{ op: 'getPrefix', ns: 'n', prefix: '' }] }, 'kv_prefix_required', 'kv_prefix_required'],
+    [{ operations: [{ op: 'getMany', ns: 'n', keys: [] }] }, 'kv_invalid_name', 'keys_missing'],
+    [{ operations: [{ op: 'getMany', ns: 'n', keys: ['a', 3] }] }, 'kv_invalid_name', 'key_invalid'],
+  ];
+  for (const [body, code, reason] of refusals) {
+    test(`refused: ${JSON.stringify(body).slice(0, 100)}`, async () => {
+      const r = await post(node.url, '/api/v1/kv', body);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error, code, r.text);
+      assert.equal(r.json.code, code, r.text);
+      assert.equal(r.json.reason, reason, r.text);
+      assert.equal(typeof r.json.detail, 'string');
+    });
+  }
+
+  test('bounds: 1000 ops and 1 MiB values pass, one more is refused', async () => {
+    const ops = (n) => Array.from({ length: n }, (_, i) => ({ op: 'put', ns: 'lim2', key: `k${i}`, value: i, ttlSeconds: 60 }));
+    assert.equal(ok200(await kv(ops(1000))).length, 1000);
+    const over = await kv(ops(1001));
+    assert.equal(over.status, 400);
+    assert.equal(over.json.reason, 'too_many_ops');
+    const big = '"' + 'x'.repeat((1 << 20) - 2) + '"';
+    const okBig = await post(node.url, '/api/v1/kv', `{"operations":[{"op":"put","ns":"lim2","key":"big","value":${big},"forever":true}]}`);
+    assert.equal(okBig.status, 200);
+    const tooBig = await post(node.url, '/api/v1/kv', `{"operations":[{"op":"put","ns":"lim2","key":"big","value":${big}1,"forever":true}]}`);
+    assert.equal(tooBig.status, 400);
+    const bigger = '"' + 'x'.repeat(1 << 20) + '"';
+    const refused = await post(node.url, '/api/v1/kv', `{"operations":[{"op":"put","ns":"lim2","key":"big","value":${bigger},"forever":true}]}`);
+    assert.equal(refused.json.reason, 'value_too_large');
+    // a getPrefix limit is clamped, never refused
+    const page = ok200(await kv([{ op: 'getPrefix', ns: 'lim2', prefix: 'k', limit: 5000, keysOnly: true }]));
+    assert.equal(page[0].rows.length, 1000);
+    assert.equal(page[0].truncated, false);
+    const one = ok200(await kv([{ op: 'getPrefix', ns: 'lim2', prefix: 'k', limit: -3, keysOnly: true }]));
+    assert.equal(one[0].rows.length, 1);
+    assert.equal(one[0].truncated, true);
+  });
+
+  test('invalid JSON and an empty body are refused in the envelope', async () => {
+    const r = await post(node.url, '/api/v1/kv', '{"operations": [');
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error, 'kv_invalid_body');
+    assert.equal(r.json.reason, 'invalid_json');
+    const e = await api(node.url, 'POST', '/api/v1/kv');
+    assert.equal(e.status, 400);
+    assert.equal(e.json.reason, 'empty');
+    assert.deepEqual(ok200(await kv([])), []);
+  });
+
+  test('the S3 fence as put + expect + required in one batch', async () => {
+    const take = ok200(await kv([{ op: 'putIfAbsent', ns: 'queen-s3', key: 'lease:t', value: { holder: 'a' }, ttlSeconds: 30 }]));
+    const mine = take[0].version;
+    const commit = ok200(await kv([
+      { op: 'put', ns: 'queen-s3', key: 'lease:t', value: { holder: 'a' }, ttlSeconds: 30, expect: mine, required: true },
+      { op: 'put', ns: 'queen-s3', key: 'pointer:t', value: { seq: 1 }, forever: true },
+    ]));
+    assert.equal(commit[0].applied, true);
+    // another holder took over: the old holder's commit moves nothing
+    ok200(await kv([{ op: 'put', ns: 'queen-s3', key: 'lease:t', value: { holder: 'b' }, ttlSeconds: 30 }]));
+    const r = await kv([
+      { op: 'put', ns: 'queen-s3', key: 'lease:t', value: { holder: 'a' }, ttlSeconds: 30, expect: commit[0].version, required: true },
+      { op: 'put', ns: 'queen-s3', key: 'pointer:t', value: { seq: 2 }, forever: true },
+    ]);
+    assert.equal(r.json.failedIndex, 0);
+    assert.equal(r.json.results[0].reason, 'version');
+    assert.deepEqual(r.json.results[0].value, { holder: 'b' });
+    const p = ok200(await kv([{ op: 'get', ns: 'queen-s3', key: 'pointer:t' }]));
+    assert.deepEqual(p[0].value, { seq: 1 });
+  });
+});
+
+// ---- locks and semaphores, POST /api/v1/locks (tests/py/test_locks.py drives them through the client) ----
+describe('POST /api/v1/locks', () => {
+  const locks = async (operations) => {
+    const r = await post(node.url, '/api/v1/locks', { operations });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.results.length, operations.length);
+    return r.json.results;
+  };
+
+  test('exactly one of many concurrent acquirers holds a lock; a semaphore gives out exactly its permits', async () => {
+    for (let round = 0; round < 4; round++) {
+      const all = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        locks([{ op: 'acquire', name: `race-${round}`, ttlSeconds: 30, owner: `o${i}` }])));
+      assert.equal(all.filter((x) => x[0].acquired).length, 1);
+      for (const x of all.filter((y) => !y[0].acquired)) assert.ok(['held', 'contended'].includes(x[0].reason));
+    }
+    const sem = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      locks([{ op: 'acquire', name: 'sem', ttlSeconds: 30, owner: `s${i}`, limit: 4 }])));
+    const won = sem.filter((x) => x[0].acquired).map((x) => x[0].slot).sort();
+    // a loser that only met permits being taken says contended; never more than four holders
+    assert.ok(won.length >= 1 && won.length <= 4, JSON.stringify(sem));
+    assert.equal(new Set(won).size, won.length);
+    const held = (await locks([{ op: 'get', name: 'sem' }]))[0];
+    assert.equal(held.holders.length, won.length);
+  });
+
+  test('ops are independent and in order: acquire, renew, release of one lock in one call', async () => {
+    const [acq] = await locks([{ op: 'acquire', name: 'seq', ttlSeconds: 30, owner: 'me' }]);
+    const res = await locks([
+      { op: 'renew', name: 'seq', token: acq.token, ttlSeconds: 30 },
+      { op: 'renew', name: 'seq', token: acq.token, ttlSeconds: 30 },
+      { op: 'get', name: 'seq' },
+    ]);
+    assert.equal(res[0].renewed, true);
+    assert.ok(res[0].token > acq.token);
+    assert.equal(res[1].renewed, false);
+    assert.equal(res[1].reason, 'lost');
+    assert.equal(res[2].holders[0].token, res[0].token);
+    assert.deepEqual(res[0].guard, { op: 'check', ns: 'queen-locks', key: 'seq#0', expect: res[0].token, required: true });
+    // the guard is a KV op: it holds in a KV batch until the permit changes
+    const g = await post(node.url, '/api/v1/kv', { operations: [res[0].guard] });
+    assert.equal(g.json.results[0].applied, true);
+    const [rel] = await locks([{ op: 'release', name: 'seq', token: res[0].token, slot: 0 }]);
+    assert.equal(rel.released, true);
+    const g2 = await post(node.url, '/api/v1/kv', { operations: [res[0].guard] });
+    assert.equal(g2.json.failedIndex, 0);
+    assert.equal(g2.json.results[0].reason, 'absent');
+  });
+
+  test('names with LIKE metacharacters stay their own lock', async () => {
+    await locks([{ op: 'acquire', name: 'a_b', ttlSeconds: 30 }, { op: 'acquire', name: 'a%', ttlSeconds: 30 }]);
+    const [g] = await locks([{ op: 'get', name: 'axb' }]);
+    assert.equal(g.held, false);
+    const [h] = await locks([{ op: 'get', name: 'a_b' }]);
+    assert.equal(h.holders.length, 1);
+  });
+
+  const refusals = [
+    [{}, 'lock_invalid_body', 'operations_missing'],
+    [{ operations: [], x: 1 }, 'lock_invalid_body', 'unknown_field'],
+    [{ operations: [{ op: 'acquire', name: 'n' }] }, 'lock_invalid_ttl', 'missing'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 0 }] }, 'lock_invalid_ttl', 'out_of_range'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, forever: true }] }, 'lock_unknown_field', 'unknown'],
+    [{ operations: [{ op: 'acquire', name: 'x'.repeat(257), ttlSeconds: 5 }] }, 'lock_invalid_name', 'name_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'a\nb', ttlSeconds: 5 }] }, 'lock_invalid_name', 'name_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, owner: '' }] }, 'lock_invalid_owner', 'owner_invalid'],
+    [{ operations: [{ op: 'acquire', name: 'n', ttlSeconds: 5, limit: 0 }] }, 'lock_invalid_limit', 'out_of_range'],
+    [{ operations: [{ op: 'release', name: 'n', token: 0 }] }, 'lock_invalid_token', 'not_positive'],
+    [{ operations: [{ op: 'release', name: 'n', token: 3, slot: -1 }] }, 'lock_invalid_slot', 'out_of_range'],
+    [{ operations: Array.from({ length: 101 }, () => ({ op: 'get', name: 'n' })) }, 'lock_limit_exceeded', 'too_many_ops'],
+  ];
+  for (const [body, code, reason] of refusals) {
+    test(`refused: ${JSON.stringify(body).slice(0, 90)}`, async () => {
+      const r = await post(node.url, '/api/v1/locks', body);
+      assert.equal(r.status, 400, r.text);
+      assert.equal(r.json.error, code, r.text);
+      assert.equal(r.json.reason, reason, r.text);
+    });
+  }
+});

@@ -1,7 +1,7 @@
 // Pop's 2.x knobs at the wire, for what the 2.x client does not show: the exact echo and
 // refusal bodies, that an autopilot pop answers 200 with a body when empty while a plain pop
 // keeps 204, that conflation's refusal touches nothing (no lease, no subscription, no wait),
-// frames=true answering JSON, and the bounds. tests/py/test_pop_knobs.py drives the client.
+// frames=true answering QPF1 (JSON when empty), and the bounds. tests/py/test_pop_knobs.py drives the client.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -74,12 +74,24 @@ test('conflation: refused before anything is touched', async () => {
   assert.equal('conflation' in off.json, false);
 });
 
-test('frames=true is answered as JSON', async () => {
+test('frames=true answers QPF1 when it delivers, JSON when empty or by namespace', async () => {
   await push([{ queue: 'fr', payload: { x: 1.50 } }]);
-  const r = await pop('fr', 'frames=true&wait=false&autoAck=true');
+  const r = await fetch(`${node.url}/api/v1/pop/queue/fr?frames=true&wait=false&autoAck=true`);
   assert.equal(r.status, 200);
-  assert.match(r.headers.get('content-type'), /application\/json/);
-  assert.deepEqual(r.json.messages.map((m) => m.data), [{ x: 1.5 }]);
+  assert.equal(r.headers.get('content-type'), 'application/x-queen-pop');
+  const b = Buffer.from(await r.arrayBuffer());
+  assert.equal(b.subarray(0, 4).toString(), 'QPF1');
+  assert.equal(b[4], 1);
+  const extra = JSON.parse(b.subarray(9, 9 + b.readUInt32LE(5)).toString());
+  assert.deepEqual(extra, { frames: true });
+  // the payload is the stored JSON text, as the JSON answer's
+  assert.ok(b.includes(Buffer.from('"x":1.5')), b.toString('latin1'));
+  const e = await pop('fr', 'frames=true&wait=false');
+  assert.equal(e.status, 204);
+  const ea = await pop('fr', 'frames=true&autopilot=true&wait=false');
+  assert.equal(ea.status, 200);
+  assert.match(ea.headers.get('content-type'), /application\/json/);
+  assert.deepEqual(ea.json.messages, []);
 });
 
 test('bad knobs are refused', async () => {

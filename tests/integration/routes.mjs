@@ -35,7 +35,15 @@ export const ROUTES = [
       { type: 'push', items: [{ queue: 'hq', partition: 'p', transactionId: 't2', payload: { b: 2 } }] },
       { type: 'ack', transactionId: 't1', partitionId: UUID, status: 'completed', consumerGroup: 'g', leaseId: UUID, error: 'e' }],
     requiredLeases: [UUID],
+    kv: [{ op: 'check', ns: 'ns', key: 'k', expect: 999999999, required: true }, { op: 'getMany', ns: 'ns', keys: ['k'] }],
   }],
+  ['POST', '/api/v1/kv', { operations: [
+    { op: 'put', ns: 'ns', key: 'k', value: { v: 1 }, ttlSeconds: 60, expect: 999999999, required: true },
+    { op: 'getMany', ns: 'ns', keys: ['k'] }, { op: 'getPrefix', ns: 'ns', prefix: 'k', after: 'a', limit: 5, keysOnly: true },
+    { op: 'incr', ns: 'ns', key: 'c', delta: 1, min: 0, max: 10, ttlSeconds: 60 }] }],
+  ['POST', '/api/v1/locks', { operations: [
+    { op: 'renew', name: 'hl', token: 999999999, ttlSeconds: 30, slot: 0, owner: 'o' },
+    { op: 'release', name: 'hl', token: 999999999, slot: 0 }, { op: 'get', name: 'hl' }] }],
   ['POST', '/api/v1/kv/batch', { namespace: 'ns', ops: [{ op: 'put', key: 'k', value: { v: 1 }, ttlMs: 60000, ifVersion: 999999999 }] }],
   ['GET', '/api/v1/kv/:namespace'],
   ['GET', '/api/v1/kv/:namespace/:key'],
@@ -65,13 +73,24 @@ export const ROUTES = [
   ['GET', '/api/v1/resources/queues/:queue'],
   ['DELETE', '/api/v1/resources/queues/:queue'],
   ['DELETE', '/api/v1/resources/queues/:queue/partitions/:partition'],
+  ['GET', '/api/v1/resources/queues/:queue/depth'],
+  ['GET', '/api/v1/resources/partitions'],
   ['GET', '/api/v1/resources/namespaces'],
   ['GET', '/api/v1/resources/tasks'],
+  ['GET', '/api/v1/status'],
+  ['GET', '/api/v1/status/analytics'],
+  ['GET', '/api/v1/analytics/system-metrics'],
+  ['GET', '/api/v1/analytics/worker-metrics'],
   ['GET', '/api/v1/status/queues'],
   ['GET', '/api/v1/status/queues/:queue'],
   ['GET', '/api/v1/messages'],
   ['GET', '/api/v1/messages/:partitionId/:transactionId'],
   ['DELETE', '/api/v1/messages/:partitionId/:transactionId'],
+  ['POST', '/api/v1/messages/:partitionId/:transactionId/retry', {}],
+  ['POST', '/api/v1/traces', { transactionId: 't1', partitionId: UUID, consumerGroup: 'g', traceNames: ['n'], eventType: 'info', data: { a: 1 } }],
+  ['GET', '/api/v1/traces/names'],
+  ['GET', '/api/v1/traces/by-name/:traceName'],
+  ['GET', '/api/v1/traces/:partitionId/:transactionId'],
   ['POST', '/streams/v1/queries', { name: 'hq-stream', source_queue: 'hq', sink_queue: 'hs', config_hash: 'h1', reset: false }],
   ['GET', '/streams/v1/queries'],
   ['GET', '/streams/v1/queries/:name'],
@@ -84,7 +103,7 @@ export const ROUTES = [
   ['POST', '/streams/v1/state/get', { query_id: UUID, partition_id: UUID, keys: ['k'], key_prefix: 'k', ripe_at_or_before: 1 }],
 ];
 // A harmless value per path parameter (parsable where the route parses it).
-export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1', name: 'hq-none' };
+export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1', name: 'hq-none', traceName: 'n' };
 
 // The path of a route with its parameters filled (bad: name → already-encoded replacement).
 // (":name" is one segment; "*name" the rest of the path, its '/' kept, as the 2.x client sends a timerKey.)

@@ -146,6 +146,22 @@ describe('the spec\'s "Try it" run', () => {
     assert.ok(l.json.value.instance);
   });
 
+  test('the same documents through the public 2.x KV route, and the lease fence as a check', async () => {
+    const keys = ['s3:default:orders:committed', 's3:default:orders:intent', 's3:default:orders:lease'];
+    const r = await post(node.url, '/api/v1/kv', { operations: [{ op: 'getMany', ns: 'queen-s3', keys }] });
+    assert.equal(r.status, 200, r.text);
+    const rows = r.json.results[0].rows;
+    assert.deepEqual(rows.map((x) => x.key), keys);
+    assert.equal(rows[0].value.k, 1);
+    assert.equal(rows[0].value.manifest, manifestKey);
+    assert.equal(rows[1].value.k, 1);
+    assert.ok(rows[2].value.instance);
+    assert.ok(rows[2].expiresAt, 'the lease has a lifetime');
+    assert.equal(rows[0].expiresAt, null, 'the pointer is forever');
+    const path = await get(node.url, '/api/v1/kv/queen-s3/s3:default:orders:committed');
+    assert.equal(path.json.version, rows[0].version);
+  });
+
   test('DuckDB reads the lake with its Hive columns and gets every record once', async () => {
     for (const o of await s3.list('queen/')) {
       const file = path.join(dir, o.key);

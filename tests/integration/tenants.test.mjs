@@ -147,6 +147,20 @@ describe('tenants', () => {
     assert.equal(ob.leaseTime, 99);
   });
 
+  test('KV on the 2.x wire: one key name, two values, no prefix page across tenants', async () => {
+    const kv = (c, operations) => c.post('/api/v1/kv', { operations });
+    let r = await kv(a, [{ op: 'put', ns: 'ns2', key: 'k', value: { owner: 'a' }, forever: true }]);
+    assert.equal(r.json.results[0].applied, true, r.text);
+    r = await kv(b, [{ op: 'get', ns: 'ns2', key: 'k' }, { op: 'getPrefix', ns: 'ns2', prefix: 'k' },
+      { op: 'check', ns: 'ns2', key: 'k', expect: 0 }, { op: 'putIfAbsent', ns: 'ns2', key: 'k', value: { owner: 'b' }, forever: true }]);
+    assert.equal(r.json.results[0].found, false, r.text);
+    assert.deepEqual(r.json.results[1].rows, []);
+    assert.equal(r.json.results[2].applied, true);
+    assert.equal(r.json.results[3].applied, true);
+    r = await kv(a, [{ op: 'get', ns: 'ns2', key: 'k' }]);
+    assert.deepEqual(r.json.results[0].value, { owner: 'a' });
+  });
+
   test('KV: one key name, two values', async () => {
     assert.equal((await a.put('/api/v1/kv/ns/k', { value: { owner: 'a' } })).status, 200);
     assert.equal((await b.get('/api/v1/kv/ns/k')).status, 404);

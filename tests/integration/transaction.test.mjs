@@ -106,3 +106,101 @@ test('a pushed record wakes a waiting consumer', async () => {
   const r = await waiting;
   assert.equal(r.status, 200);
 });
+
+// ---- the kv and timers riders (tests/py/test_transaction_riders.py drives them through the client) ----
+
+test('a rider whose required precondition is lost rolls back the pushes, the acks and the other riders', async () => {
+  await push([{ queue: 'src-r1', payload: 1 }]);
+  const [m] = await popq('src-r1');
+  const fence = await post(node.url, '/api/v1/kv', { operations: [{ op: 'put', ns: 'r1', key: 'fence', value: { owner: 'b' }, forever: true }] });
+  const version = fence.json.results[0].version;
+  const r = await post(node.url, '/api/v1/transaction', {
+    operations: [
+      { type: 'push', items: [{ queue: 'dst-r1', payload: 'a' }, { queue: 'dst-r1', payload: 'b' }] },
+      { type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed' },
+    ],
+    requiredLeases: [m.leaseId],
+    kv: [
+      { op: 'put', ns: 'r1', key: 'side', value: 1, forever: true },
+      { op: 'check', ns: 'r1', key: 'fence', expect: version + 1, required: true },
+    ],
+    timers: [{ op: 'schedule', queue: 'dst-r1', timerKey: 'tk', payload: Buffer.from('{"t":1}').toString('base64'), delayMs: 3600000 }],
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.success, false);
+  assert.equal(r.json.reason, 'kv_precondition');
+  assert.equal(r.json.kvReason, 'version');
+  assert.equal(r.json.failedIndex, 4); // two pushed items, one ack, then kv[1]
+  assert.equal(r.json.version, version);
+  assert.deepEqual(r.json.value, { owner: 'b' });
+  assert.deepEqual(await fetchAll('dst-r1'), []);
+  const side = await post(node.url, '/api/v1/kv', { operations: [{ op: 'get', ns: 'r1', key: 'side' }] });
+  assert.equal(side.json.results[0].found, false);
+  assert.equal((await get(node.url, '/api/v1/timers/dst-r1/tk')).json.found, false);
+  // the ack was rolled back: the lease still holds and a plain ack completes the message
+  const a = await post(node.url, '/api/v1/ack', { transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId });
+  assert.equal(a.json[0].success, true);
+});
+
+test('riders commit with the pushes; results are flat: operations, then kv, then timers', async () => {
+  const r = await post(node.url, '/api/v1/transaction', {
+    operations: [{ type: 'push', items: [{ queue: 'dst-r2', payload: 'x', transactionId: 'r2-1' }] }],
+    kv: [{ op: 'putIfAbsent', ns: 'r2', key: 'once', value: true, ttlSeconds: 60, required: true },
+      { op: 'incr', ns: 'r2', key: 'n', forever: true }],
+    timers: [{ op: 'schedule', queue: 'dst-r2', timerKey: 'later', payload: Buffer.from('2').toString('base64'), delayMs: 3600000 }],
+  });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.success, true, r.text);
+  assert.deepEqual(r.json.results.map((x) => [x.index, x.type]), [[0, 'push'], [1, 'kv'], [2, 'kv'], [3, 'timer']]);
+  assert.equal(r.json.results[1].op, 'putIfAbsent');
+  assert.equal(r.json.results[1].applied, true);
+  assert.equal(r.json.results[2].value, 1);
+  assert.equal(r.json.results[3].status, 'scheduled');
+  assert.equal((await fetchAll('dst-r2')).length, 1);
+  // the same gate again: nothing applied, the push's transactionId is not even looked at
+  const again = await post(node.url, '/api/v1/transaction', {
+    operations: [{ type: 'push', items: [{ queue: 'dst-r2', payload: 'y', transactionId: 'r2-2' }] }],
+    kv: [{ op: 'putIfAbsent', ns: 'r2', key: 'once', value: true, ttlSeconds: 60, required: true }],
+  });
+  assert.equal(again.json.reason, 'kv_precondition');
+  assert.equal(again.json.kvReason, 'exists');
+  assert.equal(again.json.failedIndex, 1);
+  assert.equal((await fetchAll('dst-r2')).length, 1);
+});
+
+test('a kv-only bundle, and riders refused before anything runs', async () => {
+  const ok = await post(node.url, '/api/v1/transaction', { operations: [], kv: [{ op: 'put', ns: 'r3', key: 'k', value: 1, forever: true }] });
+  assert.equal(ok.json.success, true, ok.text);
+  const cases = [
+    [{ operations: [], kv: [{ op: 'put', ns: 'r3', key: 'k', value: 1 }] }, 'kv_expiry_not_specified'],
+    [{ operations: [], kv: {} }, 'kv_invalid_body'],
+    [{ operations: [], kv: [{ op: 'getPrefix', ns: 'r3', prefix: 'k' }] }, 'kv_invalid_op'],
+    [{ operations: [], timers: [{ op: 'schedule', queue: 'q', timerKey: 'k', delayMs: 1 }] }, 'timer_invalid_payload'],
+    [{ operations: [{ type: 'push', items: [{ queue: 'dst-r3', payload: 1 }] }], kvv: [] }, 'unknown_field'],
+    [{ operations: [{ type: 'push', items: [{ queue: 'dst-r3', payload: 1 }] }], transactionId: 'x' }, 'unknown_field'],
+  ];
+  for (const [body, code] of cases) {
+    const r = await post(node.url, '/api/v1/transaction', body);
+    assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    assert.equal(r.json.code, code, r.text);
+  }
+  assert.equal((await readQueue(node.url, 'dst-r3')).found, false);
+});
+
+test('a lost rider gate whose key holds a big value answers without the value', async () => {
+  const big = 'y'.repeat(10000);
+  await post(node.url, '/api/v1/kv', { operations: [{ op: 'put', ns: 'r4', key: 'big', value: big, forever: true }] });
+  const r = await post(node.url, '/api/v1/transaction', {
+    operations: [{ type: 'push', items: [{ queue: 'dst-r4', payload: 1 }] }],
+    kv: [{ op: 'check', ns: 'r4', key: 'big', expect: 0, required: true }],
+  });
+  assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(r.json.reason, 'kv_precondition');
+  assert.equal(r.json.kvReason, 'exists');
+  assert.ok(r.json.version > 0);
+  assert.equal(r.json.value, null);
+  assert.equal((await readQueue(node.url, 'dst-r4')).found, false);
+  // the standalone batch answers the whole verdict
+  const s = await post(node.url, '/api/v1/kv', { operations: [{ op: 'check', ns: 'r4', key: 'big', expect: 0, required: true }] });
+  assert.equal(s.json.results[0].value, big);
+});

@@ -1,7 +1,7 @@
 """Pop's 2.x query knobs through the real client: autopilot (the default of queen-mq 2.6.0:
 batch and partitions left unset are sized by the broker, which echoes what it used),
 partitions (a multi-partition sweep under one lease), conflation (refused the way the client
-stops on cleanly), frames (answered as JSON, the client's documented fallback), and
+stops on cleanly), frames (QPF1, decoded by the client: tests/py/test_framed_pop.py), and
 /api/v1/stats/refresh."""
 
 import asyncio

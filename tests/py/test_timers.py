@@ -169,9 +169,6 @@ async def test_refusals_are_timer_errors(client: Queen, qname, http):
     assert (await client.timers.list(qname))["rows"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="the transaction's timers rider is wired into api_txn.c by the lead once the "
-                   "kv branch (transaction_v2) is on main; queen.timer_ops_v1 is its function. strict: this test "
-                   "fails the run as soon as the rider works, so the mark cannot outlive it")
 async def test_transaction_rider(client: Queen, qname):
     await client.queue(qname).push([{"data": "in"}])
     msgs = await client.queue(qname).batch(1).wait(False).pop()

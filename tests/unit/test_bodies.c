@@ -182,6 +182,13 @@ static void test_ack_item_fields(void **state)
     assert_int_equal(it.has_lease, 1);
     assert_int_equal(it.lease.b[15], 0x2c);
     fx_free(&f);
+    /* a framed pop's decimal partition id passes on as 00000000-0000-0000-<id> */
+    assert_int_equal(ack_one(&f, "{\"transactionId\":\"t\",\"partitionId\":\"258\"}", 0, &it), 0);
+    for (int k = 0; k < 14; k++)
+        assert_int_equal(it.part.b[k], 0);
+    assert_int_equal(it.part.b[14], 1);
+    assert_int_equal(it.part.b[15], 2);
+    fx_free(&f);
     /* an empty leaseId is no lease */
     assert_int_equal(ack_one(&f, "{\"transactionId\":\"t\"," PID ",\"leaseId\":\"\"}", 0, &it), 0);
     assert_int_equal(it.has_lease, 0);
@@ -198,8 +205,17 @@ static void test_ack_item_refusals(void **state)
     ack_refused("{\"transactionId\":\"t\"}", 0, "partitionId is required to ensure message uniqueness");
     ack_refused("{\"transactionId\":\"t\",\"partitionId\":3}", 1,
                 "Each acknowledgment must have a valid partitionId string to ensure message uniqueness");
-    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"x\"}", 0, "partitionId must be a UUID");
-    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"x\"}", 1, "partitionId must be a UUID in every acknowledgment");
+    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"x\"}", 0,
+                "partitionId must be a UUID or a framed pop's decimal partition id");
+    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"x\"}", 1,
+                "partitionId must be a UUID or a framed pop's decimal partition id in every acknowledgment");
+    /* a framed pop's decimal id: 1..2^63-1, no leading zero */
+    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"0\"}", 0,
+                "partitionId must be a UUID or a framed pop's decimal partition id");
+    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"012\"}", 0,
+                "partitionId must be a UUID or a framed pop's decimal partition id");
+    ack_refused("{\"transactionId\":\"t\",\"partitionId\":\"9223372036854775808\"}", 0,
+                "partitionId must be a UUID or a framed pop's decimal partition id");
     ack_refused("{\"transactionId\":\"t\"," PID ",\"status\":1}", 0,
                 "status must be a string (completed, failed, dlq or retry)");
     ack_refused("{\"transactionId\":\"t\"," PID ",\"leaseId\":1}", 0, "leaseId must be a string");

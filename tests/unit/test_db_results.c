@@ -52,10 +52,13 @@ static const shape SHAPES[] = {
     {"retention_v1", COLS(RETENTION_V1_COLUMNS)},
     {"partition_cleanup_v1", COLS(PARTITION_CLEANUP_V1_COLUMNS)},
     {"dedup_gc_v1", COLS(DEDUP_GC_V1_COLUMNS)},
+    {"trace_gc_v1", COLS(TRACE_GC_V1_COLUMNS)},
     {"tick_v1", COLS(TICK_V1_COLUMNS)},
     {"kv_batch_v1", COLS(KV_BATCH_V1_COLUMNS)},
     {"kv_gc_v1", COLS(KV_GC_V1_COLUMNS)},
     {"kv_ops_v1", COLS(KV_OPS_V1_COLUMNS)},
+    {"kv_ops_apply_v1", COLS(KV_OPS_APPLY_V1_COLUMNS)},
+    {"lock_ops_v1", COLS(LOCK_OPS_V1_COLUMNS)},
     {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
     {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
     {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
@@ -92,6 +95,7 @@ static const char *const INSIDE[] = {
     "now_us",           /* an expression in many statements */
     "queue_options_v1", /* a queue's effective options, inside the admin and timer statements */
     "group_lag_v1",     /* aggregated and filtered by the admin statements (admin_results.h) */
+    "partition_uuid_v1", /* a framed pop's u64 partition id as the uuid, inside the trace statements */
 };
 
 static embedded_pg g_emb;

@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "kv/kv.h"
+#include "kv/kv_wire.h"
 
 static char g_err[600];
 
@@ -440,6 +441,142 @@ static void test_batch_params(void **state)
     kv_params_free(&p);
 }
 
+
+/* ---- the 2.x wire (kv_wire.h) ---- */
+
+static int wire(const char *body, arena *ar, kvw_op **ops, int *n, kvw_refusal *why)
+{
+    json_doc d;
+    memset(&d, 0, sizeof d);
+    json_opts jo = {.token_depth = 4};
+    assert_int_equal(json_parse(&d, body, strlen(body), &jo), 0);
+    memset(why, 0, sizeof *why);
+    int rc = kvw_parse_body(&d, ar, ops, n, why);
+    json_doc_free(&d);
+    return rc;
+}
+
+static void test_wire_ops(void **state)
+{
+    (void)state;
+    arena ar;
+    arena_init(&ar);
+    kvw_op *ops;
+    int n;
+    kvw_refusal why;
+    const char *body = "{\"operations\":[{\"op\":\"put\",\"ns\":\"n\",\"key\":\"k\",\"value\":{\"a\" : 1},\"ttlSeconds\":30,"
+                       "\"expect\":7,\"required\":true},{\"op\":\"putIfAbsent\",\"ns\":\"n\",\"key\":\"k\",\"value\":1,"
+                       "\"forever\":true},{\"op\":\"incr\",\"ns\":\"n\",\"key\":\"c\",\"min\":0,\"max\":9,\"forever\":true},"
+                       "{\"op\":\"getMany\",\"ns\":\"n\",\"keys\":[\"a\",\"b\"]},{\"op\":\"getPrefix\",\"ns\":\"n\","
+                       "\"prefix\":\"p\",\"limit\":99999}]}";
+    assert_int_equal(wire(body, &ar, &ops, &n, &why), 0);
+    assert_int_equal(n, 5);
+    assert_int_equal(ops[0].kind, KVW_PUT);
+    assert_true(ops[0].has_expect && ops[0].expect == 7 && ops[0].required && ops[0].ttl_s == 30 && !ops[0].forever);
+    assert_int_equal(ops[0].value_len, 9);
+    assert_memory_equal(ops[0].value, "{\"a\" : 1}", 9);
+    assert_true(ops[1].has_expect && ops[1].expect == 0 && ops[1].forever);
+    assert_true(ops[2].delta == 1 && ops[2].has_min && ops[2].has_max && ops[2].max == 9);
+    assert_int_equal(ops[3].nkeys, 2);
+    assert_int_equal(ops[4].limit, KVW_PREFIX_LIMIT_MAX);
+    uint8_t tenant[16] = {0};
+    kvw_params p;
+    kvw_params_build(tenant, 0, ops, n, &p);
+    assert_int_equal(p.n, 17);
+    kvw_params_free(&p);
+    arena_free(&ar);
+}
+
+static void test_wire_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *code, *reason;
+        int index;
+    } cases[] = {
+        {"{\"operations\":[{\"op\":\"put\",\"ns\":\"n\",\"key\":\"k\",\"value\":1}]}", "kv_expiry_not_specified",
+         "kv_expiry_not_specified", 0},
+        {"{\"operations\":[{\"op\":\"get\",\"ns\":\"n\",\"key\":\"k\"},{\"op\":\"getPrefix\",\"ns\":\"n\",\"prefix\":\"\"}]}",
+         "kv_prefix_required", "kv_prefix_required", 1},
+        {"{\"operations\":[{\"op\":\"put\",\"ns\":\"n\",\"key\":\"k\",\"value\":1,\"forever\":true,\"expect\":null}]}",
+         "kv_invalid_expect", "not_integer", 0},
+        {"{\"operations\":[{\"op\":\"incr\",\"ns\":\"n\",\"key\":\"k\",\"forever\":true,\"expect\":1}]}", "kv_unknown_field",
+         "unknown", 0},
+        {"{\"operations\":[{\"op\":\"check\",\"ns\":\"n\",\"key\":\"k\"}]}", "kv_invalid_expect", "missing", 0},
+        {"{\"operations\":[{\"op\":\"get\",\"ns\":\"n\",\"key\":\"a\\u0000\"}]}", "kv_invalid_name", "key_invalid", 0},
+        {"{\"ops\":[]}", "kv_invalid_body", "unknown_field", -1},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        arena ar;
+        arena_init(&ar);
+        kvw_op *ops;
+        int n;
+        kvw_refusal why;
+        assert_int_equal(wire(cases[i].body, &ar, &ops, &n, &why), -1);
+        assert_string_equal(why.code, cases[i].code);
+        assert_string_equal(why.reason, cases[i].reason);
+        assert_int_equal(why.index, cases[i].index);
+        assert_true(why.detail[0] != '\0');
+        arena_free(&ar);
+    }
+}
+
+static void test_wire_required_failure(void **state)
+{
+    (void)state;
+    char reason[32];
+    assert_int_equal(kvw_required_failure("QK001", "kv_ops_v1: op 3: version", reason, sizeof reason), 3);
+    assert_string_equal(reason, "version");
+    assert_int_equal(kvw_required_failure("QK002", "kv_ops_v1: op 3: version", reason, sizeof reason), 0);
+    assert_int_equal(kvw_required_failure("QK001", "something else", reason, sizeof reason), 0);
+}
+
+static void test_lock_ops(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *code;
+    } cases[] = {
+        {"{\"operations\":[{\"op\":\"acquire\",\"name\":\"a#b\",\"ttlSeconds\":5}]}", "lock_invalid_name"},
+        {"{\"operations\":[{\"op\":\"acquire\",\"name\":\"a\\u0085b\",\"ttlSeconds\":5}]}", "lock_invalid_name"},
+        {"{\"operations\":[{\"op\":\"acquire\",\"name\":\"a\"}]}", "lock_invalid_ttl"},
+        {"{\"operations\":[{\"op\":\"renew\",\"name\":\"a\",\"ttlSeconds\":5,\"token\":true}]}", "lock_invalid_token"},
+        {"{\"operations\":[{\"op\":\"get\",\"name\":\"a\",\"limit\":2}]}", "lock_unknown_field"},
+        {"{\"operations\":[{\"op\":\"acquire\",\"name\":\"a\",\"ttlSeconds\":5,\"limit\":1025}]}", "lock_invalid_limit"},
+        {"{\"operations\":[{\"op\":\"acquire\",\"name\":\"a\",\"ttlSeconds\":5,\"limit\":4,\"owner\":\"h:1:ab\"},"
+         "{\"op\":\"release\",\"name\":\"a\",\"token\":9,\"slot\":3}]}",
+         NULL},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        arena ar;
+        arena_init(&ar);
+        json_doc d;
+        memset(&d, 0, sizeof d);
+        json_opts jo = {.token_depth = 3};
+        assert_int_equal(json_parse(&d, cases[i].body, strlen(cases[i].body), &jo), 0);
+        lockw_op *ops;
+        int n;
+        kvw_refusal why;
+        memset(&why, 0, sizeof why);
+        int rc = lockw_parse_body(&d, &ar, &ops, &n, &why);
+        json_doc_free(&d);
+        if (cases[i].code) {
+            assert_int_equal(rc, -1);
+            assert_string_equal(why.code, cases[i].code);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(n, 2);
+            assert_true(ops[0].limit == 4 && ops[0].owner_len == 6 && ops[1].has_slot && ops[1].slot == 3 && ops[1].token == 9);
+            uint8_t tenant[16] = {0};
+            kvw_params p;
+            lockw_params_build(tenant, ops, n, &p);
+            assert_int_equal(p.n, 8);
+            kvw_params_free(&p);
+        }
+        arena_free(&ar);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +587,8 @@ int main(void)
         cmocka_unit_test(test_messages_cut_at_characters),
         cmocka_unit_test(test_result_json),    cmocka_unit_test(test_like_prefix),
         cmocka_unit_test(test_batch_params),
+        cmocka_unit_test(test_wire_ops),       cmocka_unit_test(test_wire_refusals),
+        cmocka_unit_test(test_wire_required_failure), cmocka_unit_test(test_lock_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

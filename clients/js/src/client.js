@@ -118,9 +118,12 @@ export class QueueBuilder {
     this._concurrency = 1;
     this._renewMillis = 0;
     this._idleMillis = undefined;
+    this._each = false;
   }
 
-  _clone(patch) { return Object.assign(Object.create(QueueBuilder.prototype), this, patch); }
+  // builder methods set the option and return the builder (as the earlier client's did)
+  _clone(patch) { return Object.assign(this, patch); }
+  each() { return this._clone({ _each: true }); }
   partition(p) { return this._clone({ _partition: String(p) }); }
   group(g) { return this._clone({ _group: g }); }
   batch(n) { return this._clone({ _batch: n }); }
@@ -211,8 +214,11 @@ export class QueueBuilder {
 
   // consume(handler, {signal}) -> Consumer; await consumer.done or consumer.stop()
   // handler(message) for batch 1, or handler(messages) with .batch(n) and {each: false}
-  consume(handler, { signal, each = true, onError } = {}) {
-    const c = new Consumer(this, handler, { signal, each, onError });
+  // consume(handler): one message at a time with batch 1 (the default) or .each(), else the
+  // handler gets the batch's array; {each} overrides
+  consume(handler, { signal, each, onError } = {}) {
+    const perMessage = each ?? (this._each || (this._batch ?? 1) === 1);
+    const c = new Consumer(this, handler, { signal, each: perMessage, onError });
     this.queen._consumers.add(c);
     c.done.finally(() => this.queen._consumers.delete(c));
     return c;
@@ -277,6 +283,10 @@ export class Consumer {
   }
 
   async stop() { this.ac.abort(); await this.done.catch(() => {}); }
+
+  // `await queue.consume(fn)` waits for the loop to end (a limit, the signal, stop()), as the
+  // earlier client's did
+  then(resolve, reject) { return this.done.then(resolve, reject); }
 
   async _run() {
     const { qb } = this;

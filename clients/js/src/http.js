@@ -2,7 +2,7 @@
 // URLs with failover, and the 2.x retry policy:
 //   - 4xx is never retried, except 429: retried in place (10 attempts, unbounded for a long
 //     poll), honouring Retry-After (seconds), else 500 ms * 2^n capped at 30 s, +-20 % jitter;
-//   - 5xx and network errors: retryAttempts (3) more tries, 1 s * 2^n back-off, and with several
+//   - 5xx, 408 and network errors: retryAttempts (3) more tries, 1 s * 2^n back-off, and with several
 //     URLs the next backend is tried and the failed one is marked unhealthy for 5 s.
 
 export class QueenHttpError extends Error {
@@ -125,7 +125,7 @@ export class HttpClient {
         if (signal?.aborted) throw e;
         continue;
       }
-      if (status >= 500) {
+      if (status >= 500 || status === 408) {
         lastErr = e;
         this.markUnhealthy(url);
         if (n5xx >= attempts5xx) throw e;
@@ -165,7 +165,11 @@ export class HttpClient {
 function errorFrom(status, headers, data, text) {
   const obj = data && typeof data === 'object' && !Array.isArray(data) ? data : {};
   const ra = headers.get('retry-after');
-  const retryAfterSeconds = ra != null && ra !== '' && Number.isFinite(Number(ra)) ? Number(ra) : undefined;
+  let retryAfterSeconds;
+  if (ra != null && ra !== '') {
+    if (Number.isFinite(Number(ra))) retryAfterSeconds = Math.max(0, Number(ra));
+    else if (Number.isFinite(Date.parse(ra))) retryAfterSeconds = Math.max(0, (Date.parse(ra) - Date.now()) / 1000); // an HTTP date
+  }
   const msg = typeof obj.error === 'string' ? obj.error : (text && !data ? text.slice(0, 200) : `HTTP ${status}`);
   return new QueenHttpError(msg, {
     status, code: obj.code ?? (typeof obj.error === 'string' && /^[a-z_]+$/.test(obj.error) ? obj.error : undefined),

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Queen, Stream, StreamBuildError, canonicalChain, assignWindows, isoToUs, tokenBucketGate, HttpClient } from '../index.js';
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const queen = new Queen({ url: 'http://127.0.0.1:9' });
 const q = (n) => queen.queue(n);
@@ -151,5 +152,62 @@ test('http: several URLs fail over to the next backend and mark the dead one unh
     for (let i = 0; i < 4; i++) assert.deepEqual(await h.request('GET', '/x'), { who: 'live' });
     assert.ok(h.unhealthyUntil.get(dead) > Date.now());
     assert.equal(h.order()[0], url, 'the unhealthy backend is tried last');
+  } finally { srv.close(); }
+});
+
+test('transaction body: riders are top-level siblings, omitted when unused; guards first; requiredLeases', () => {
+  const m = { transactionId: 't1', partitionId: 'p-1', leaseId: 'L1', consumerGroup: 'g' };
+  const plain = queen.transaction().ack(m).queue('out').partition('x').push([{ data: 1, transactionId: 'o1' }]).body();
+  assert.deepEqual(plain, {
+    operations: [{ type: 'ack', transactionId: 't1', partitionId: 'p-1', status: 'completed', consumerGroup: 'g', leaseId: 'L1' },
+      { type: 'push', items: [{ queue: 'out', payload: 1, transactionId: 'o1', partition: 'x' }] }],
+    requiredLeases: ['L1'],
+  });
+  const lock = queen.lock('job');
+  lock.token = 7;
+  const tx = queen.transaction().ack(m).once('dedup', 'k', { ttlSeconds: 60 }).guard(lock)
+    .kv.incr('rl', 'u', { delta: 1, max: 5, ttlSeconds: 60 })
+    .timers.schedule({ queue: 'q', timerKey: 'k', payload: { a: 1 }, delayMs: 1500.7, txn: 'tt' });
+  const b = tx.body();
+  assert.deepEqual(b.kv, [
+    { op: 'check', ns: 'queen-locks', key: 'job', expect: 7, required: true },
+    { op: 'putIfAbsent', ns: 'dedup', key: 'k', value: true, ttlSeconds: 60, required: true },
+    { op: 'incr', ns: 'rl', key: 'u', ttlSeconds: 60, delta: 1, max: 5 },
+  ]);
+  assert.deepEqual(b.timers, [{ op: 'schedule', queue: 'q', timerKey: 'k', payload: Buffer.from('{"a":1}').toString('base64'), delayMs: 1500, txn: 'tt' }]);
+  assert.throws(() => queen.transaction().kv.getPrefix('ns', 'p'), /not allowed inside a transaction/);
+  assert.throws(() => queen.transaction().kv.put('ns', 'k', 1, { ttlSeconds: 5, forever: true }), /kv_expiry_not_specified/);
+  assert.throws(() => queen.transaction().kv.put('ns', 'k', 1, { forever: true, expect: null }), /expect must be an integer/);
+});
+
+test('locks: acquire, background renew with the new token, release, against a fake /api/v1/locks', async () => {
+  const calls = [];
+  let token = 100;
+  const { srv, url } = await fakeServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      const ops = JSON.parse(body).operations;
+      calls.push(...ops);
+      const results = ops.map((op) => {
+        if (op.op === 'acquire') return { acquired: true, slot: 0, token: ++token, owner: op.owner, guard: { op: 'check', ns: 'queen-locks', key: op.name, expect: token } };
+        if (op.op === 'renew') return op.token === token ? { renewed: true, slot: 0, token: ++token, guard: { op: 'check', ns: 'queen-locks', key: op.name, expect: token } } : { renewed: false, reason: 'lost' };
+        if (op.op === 'release') return { released: op.token === token };
+        return {};
+      });
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ results }));
+    });
+  });
+  try {
+    const qn = new Queen({ url });
+    const l = qn.lock('nightly', { ttlSeconds: 0.3 });
+    assert.equal((await l.acquire()).acquired, true);
+    assert.match(l.owner, /^.+:\d+:[0-9a-f]{12}$/);
+    await sleep(250); // ttl/3 = 100 ms: renewed at least once
+    assert.ok(calls.some((c) => c.op === 'renew'));
+    assert.equal(l.guardOp().expect, token);
+    assert.equal((await l.release()).released, true);
+    assert.deepEqual(calls[0], { op: 'acquire', name: 'nightly', ttlSeconds: 0.3, owner: l.owner });
   } finally { srv.close(); }
 });

@@ -30,7 +30,15 @@ BEGIN
         SELECT u.i::integer AS i, u.txn, coalesce(nullif(u.st, ''), 'completed') AS st, u.lease, u.err,
                p.id AS part_id, p.name AS part_name, q.name AS q_name, q.id AS q_id, queen.queue_options_v1(q.options) AS opts
         FROM unnest(p_parts, p_txns, p_status, p_leases, p_errors) WITH ORDINALITY AS u(puuid, txn, st, lease, err, i)
-        LEFT JOIN queen.partitions p ON p.uuid = u.puuid
+        -- a partition by its uuid, or by its u64 id (the framed pop's partitionId), which the
+        -- API passes as the uuid 00000000-0000-0000-<id as 16 hex digits> (docs/http-api.md)
+        LEFT JOIN LATERAL (
+            SELECT x.id, x.name, x.queue_id FROM queen.partitions x WHERE x.uuid = u.puuid
+            UNION ALL
+            SELECT x.id, x.name, x.queue_id FROM queen.partitions x
+             WHERE substring(uuid_send(u.puuid) FROM 1 FOR 8) = '\x0000000000000000'::bytea
+               AND x.id = ('x' || encode(substring(uuid_send(u.puuid) FROM 9), 'hex'))::bit(64)::bigint
+            LIMIT 1) p ON true
         LEFT JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = p_tenant
         ORDER BY p.id NULLS LAST, u.i
     LOOP

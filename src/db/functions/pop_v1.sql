@@ -10,7 +10,8 @@
 -- first (fairness). With p_hints NULL the scan comes first. Partitions whose advisory lock
 -- (another pop) or cursor row (an ack) is busy are skipped, never waited for.
 --   kind 0: a claimed partition: pid, puuid, pname, a = first offset, b = end offset (excl.),
---           c = lease expiry (µs), seg_count = 1 when the partition holds records past b
+--           c = lease expiry (µs), seg_count = 1 when the partition holds records past b,
+--           seg_ts = the delivery attempt (the cursor's retry count + 1: failed acks counted)
 --   kind 1: a segment of the partition pid: a = base offset, b = last offset, seg_*
 --   kind 2: why nothing was claimed: pname = 'queue_not_found' | 'partition_not_found' |
 --           'lease_held' | 'window_buffer' | 'empty'; c = when records may become available
@@ -177,7 +178,7 @@ BEGIN
              WHERE x.partition_id = cand.id AND x.consumer_group = p_group;
         END IF;
         RETURN QUERY SELECT 0, cand.id, cand.uuid, cand.name, v_start, v_end, v_now + v_lease_us,
-                            NULL::bigint, CASE WHEN v_end < cand.p_next THEN 1 ELSE 0 END, NULL::bytea;
+                            cur.retry_count::bigint + 1, CASE WHEN v_end < cand.p_next THEN 1 ELSE 0 END, NULL::bytea;
         RETURN QUERY SELECT 1, cand.id, NULL::uuid, NULL::text, s.base_offset, s.last_offset, NULL::bigint,
                             s.ts, s.record_count, s.data
                        FROM queen.segments s

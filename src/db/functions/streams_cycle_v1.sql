@@ -62,6 +62,8 @@ BEGIN
     -- the query row, key share (what the state rows' foreign key takes anyway), before anything:
     -- a drop or reset (FOR UPDATE on it) waits for the cycles in flight, and a cycle never
     -- waits for it while holding state rows
+    -- a framed pop's u64 partition id, as the API passes it (queen.partition_uuid_v1)
+    p_source := coalesce(queen.partition_uuid_v1(p_source), p_source);
     PERFORM 1 FROM queen.stream_queries x WHERE x.id = p_query AND x.tenant_id = p_tenant FOR KEY SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'Unknown query_id: %', p_query USING ERRCODE = 'QS003';

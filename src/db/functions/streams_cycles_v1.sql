@@ -33,7 +33,8 @@ BEGIN
      WHERE x.id IN (SELECT DISTINCT u FROM unnest(p_query) AS u) AND x.tenant_id = p_tenant
      ORDER BY x.id FOR KEY SHARE;
     PERFORM pg_advisory_xact_lock(hashtextextended('queen.streams:' || s.q::text || ':' || s.p::text, 0))
-      FROM (SELECT DISTINCT u.q, u.p FROM unnest(p_query, p_source) AS u(q, p) ORDER BY 1, 2) s;
+      FROM (SELECT DISTINCT u.q, coalesce(queen.partition_uuid_v1(u.p), u.p) AS p
+              FROM unnest(p_query, p_source) AS u(q, p) ORDER BY 1, 2) s;  -- u64 ids as their uuid
     FOR i IN 1 .. n LOOP
         BEGIN
             FOR r IN SELECT * FROM queen.streams_cycle_v1(

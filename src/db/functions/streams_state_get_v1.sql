@@ -11,7 +11,7 @@ LANGUAGE sql STABLE AS $$
     SELECT s.key, s.value::text, (extract(epoch FROM s.updated_at) * 1000000)::bigint
       FROM queen.stream_state s
       JOIN queen.stream_queries q ON q.id = s.query_id AND q.tenant_id = p_tenant
-     WHERE s.query_id = p_query AND s.partition_uuid = p_partition
+     WHERE s.query_id = p_query AND s.partition_uuid = queen.partition_uuid_v1(p_partition)
        AND (coalesce(cardinality(p_keys), 0) = 0 OR s.key = ANY (p_keys))
        AND (p_prefix IS NULL OR left(s.key, char_length(p_prefix)) = p_prefix)
        AND (p_ripe IS NULL OR (jsonb_typeof(s.value->'windowEnd') = 'number'

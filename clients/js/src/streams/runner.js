@@ -13,6 +13,12 @@ export class StreamsError extends Error {
   constructor(message, code, extra = {}) { super(message); this.name = 'StreamsError'; this.code = code; Object.assign(this, extra); }
 }
 
+// integer microseconds since the epoch -> ISO-8601 UTC with six fraction digits
+export function usToIso(us) {
+  const ms = Math.floor(us / 1000);
+  return `${new Date(ms).toISOString().slice(0, 19)}.${String(us - Math.floor(us / 1e6) * 1e6).padStart(6, '0')}Z`;
+}
+
 // ISO-8601 (any fraction width, Z or offset) -> integer microseconds since the epoch
 export function isoToUs(s) {
   if (typeof s !== 'string') return null;
@@ -380,7 +386,7 @@ export class Runner {
       for (const a of late.values()) emits.push({ value: red.finish(a.acc), ctx: { ...ctxOf(a.key, a.start, a.end), late: true } });
     }
     const last = msgs[msgs.length - 1];
-    const wmValue = { sourceAt: last.createdAt };
+    const wmValue = { sourceAt: last.createdAt, sourceTxn: last.transactionId };
     if (w.eventTimeFn && Number.isFinite(wm1)) wmValue.eventTimeMs = wm1;
     stateOps.push({ type: 'upsert', key: WM_KEY, value: wmValue });
     return { stateOps, emits };
@@ -480,14 +486,21 @@ export class Runner {
 
   async flushAll() {
     if (!this.parts.size) return;
-    const res = await this.http.request('POST', '/api/v1/partitions/changed', { body: { entries: [{ queue: this.source, limit: 1000 }] } });
+    // list only what was written since the oldest last-acked stamp of the touched partitions
+    // (not the whole queue): a drained partition's last write is its last acked record, at or
+    // after that bound, so every partition that can be flushed is listed
+    let sinceUs = Infinity;
+    for (const p of this.parts.values()) sinceUs = p.sourceUs == null ? -Infinity : Math.min(sinceUs, p.sourceUs);
+    const entry0 = { queue: this.source, limit: 1000 };
+    if (Number.isFinite(sinceUs)) entry0.since = usToIso(sinceUs);
+    const res = await this.http.request('POST', '/api/v1/partitions/changed', { body: { entries: [entry0] } });
     let entry = res?.entries?.[0];
     const info = new Map();
     let safeTime = res?.safeTime;
     for (;;) {
       for (const p of entry?.partitions ?? []) info.set(p.id, p);
       if (!entry?.next) break;
-      const more = await this.http.request('POST', '/api/v1/partitions/changed', { body: { entries: [{ queue: this.source, limit: 1000, after: entry.next }] } });
+      const more = await this.http.request('POST', '/api/v1/partitions/changed', { body: { entries: [{ ...entry0, after: entry.next }] } });
       if (more?.safeTime && more.safeTime < safeTime) safeTime = more.safeTime;
       entry = more?.entries?.[0];
     }
@@ -519,6 +532,13 @@ export class Runner {
     const sourceUs = isoToUs(wmRow.sourceAt) ?? this.parts.get(pid)?.sourceUs ?? null;
     const lastWriteUs = isoToUs(pi.lastWriteAt);
     if (pi.lastOffset >= 0 && (sourceUs == null || lastWriteUs == null || sourceUs < lastWriteUs)) return; // records still to consume
+    if (pi.lastOffset >= 0 && sourceUs === lastWriteUs) {
+      // records of one push share their stamp, and a batch may have ended inside such a push:
+      // drained only if the partition's last record is the last one this query acked
+      const f = await this.http.request('POST', '/api/v1/fetch', { body: { entries: [{ queue: this.source, partition: name, offset: pi.lastOffset, maxBytes: 1 }], maxBytes: 1 } });
+      const rec = f?.entries?.[0]?.records?.[0];
+      if (!rec || rec.transactionId !== wmRow.sourceTxn) return;
+    }
     let clock;
     if (w.eventTimeFn) {
       if (typeof wmRow.eventTimeMs !== 'number') return;
