@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "consume/ackreq.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "db/pgarray.h"
@@ -22,16 +23,6 @@ typedef struct ack_ctx {
     const char **txn_of; /* per item, for the answer */
     const char **status_of;
 } ack_ctx;
-
-typedef struct ack_item {
-    const char *txn;
-    size_t txn_len;
-    uuid part;
-    const char *status;
-    int has_lease;
-    uuid lease;
-    const char *error;
-} ack_item;
 
 static void ack_free(ack_ctx *c)
 {
@@ -103,61 +94,6 @@ static void on_acked(db_req *d)
     buf_free(&b);
 }
 
-/* Reads one acknowledgment object; on a client error returns -1 with msg set. */
-static int read_item(http_req *r, const json_doc *d, int t, int batch, uint32_t i, ack_item *it, char *msg, size_t ml)
-{
-    const char *s;
-    size_t len;
-    if (json_type_of(d, t) != JSON_OBJECT) {
-        snprintf(msg, ml, "Each acknowledgment must be an object (acknowledgments[%u] is not)", i);
-        return -1;
-    }
-    int rc = api_str_field(r, d, t, "transactionId", &it->txn, &it->txn_len);
-    if (rc <= 0) {
-        api_str_field_msg(rc, "transactionId",
-                          batch ? "Each acknowledgment must have a valid transactionId string" : "transactionId is required",
-                          msg, ml);
-        return -1;
-    }
-    rc = api_str_field(r, d, t, "partitionId", &s, &len);
-    if (rc <= 0) {
-        api_str_field_msg(rc, "partitionId",
-                          batch ? "Each acknowledgment must have a valid partitionId string to ensure message uniqueness"
-                                : "partitionId is required to ensure message uniqueness",
-                          msg, ml);
-        return -1;
-    }
-    if (api_partition_ref(s, len, &it->part) < 0) {
-        snprintf(msg, ml, "partitionId must be a UUID or a framed pop's decimal partition id%s", batch ? " in every acknowledgment" : "");
-        return -1;
-    }
-    rc = api_str_field(r, d, t, "status", &it->status, &len);
-    if (rc < 0) {
-        api_str_field_msg(rc, "status", "status must be a string (completed, failed, dlq or retry)", msg, ml);
-        return -1;
-    }
-    if (rc == 0)
-        it->status = "completed";
-    rc = api_str_field(r, d, t, "leaseId", &s, &len);
-    if (rc < 0) {
-        api_str_field_msg(rc, "leaseId", "leaseId must be a string", msg, ml);
-        return -1;
-    }
-    if (rc == 1 && len > 0) {
-        if (uuid_parse(s, len, &it->lease) < 0) {
-            snprintf(msg, ml, "leaseId must be a UUID");
-            return -1;
-        }
-        it->has_lease = 1;
-    }
-    rc = api_str_field(r, d, t, "error", &it->error, &len);
-    if (rc < 0) {
-        api_str_field_msg(rc, "error", "error must be a string", msg, ml);
-        return -1;
-    }
-    return 0;
-}
-
 static void submit_acks(http_req *r, ack_item *items, uint32_t n, const char *group)
 {
     app *a = r->app;
@@ -220,15 +156,20 @@ void api_ack(http_req *r)
         return;
     ack_item *it = arena_alloc(&r->ar, sizeof *it);
     memset(it, 0, sizeof *it);
+    qerr_detail err;
+    qerr e = ack_item_read(&r->ar, &d, 0, 0, 0, it, &err);
+    if (e != QERR_OK) {
+        json_doc_free(&d);
+        http_respond_qerr(r, e, &err);
+        return;
+    }
     char msg[256];
     const char *group = NULL;
     size_t gl;
-    int rc = 0;
-    if (read_item(r, &d, 0, 0, 0, it, msg, sizeof msg) < 0 ||
-        ((rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl)) < 0 &&
-         api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg))) {
+    int rc = api_str_field(r, &d, 0, "consumerGroup", &group, &gl);
+    if (rc < 0) {
         json_doc_free(&d);
-        http_respond_error(r, 400, "%s", msg);
+        http_respond_error(r, 400, "%s", api_str_field_msg(rc, "consumerGroup", "consumerGroup must be a string", msg, sizeof msg));
         return;
     }
     json_doc_free(&d);
@@ -265,9 +206,11 @@ void api_ack_batch(http_req *r)
     memset(items, 0, n * sizeof *items);
     int t = json_first(&d, arr);
     for (uint32_t i = 0; i < n; i++, t = json_next(&d, t)) {
-        if (read_item(r, &d, t, 1, i, &items[i], msg, sizeof msg) < 0) {
+        qerr_detail err;
+        qerr e = ack_item_read(&r->ar, &d, t, 1, i, &items[i], &err);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            http_respond_error(r, 400, "%s", msg);
+            http_respond_qerr(r, e, &err);
             return;
         }
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "consume/ackreq.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -140,47 +141,17 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth)
 
 int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, size_t *len)
 {
-    const char *p;
-    size_t n;
-    if (json_str_span(d, tok, &p, &n) == 0) {
-        /* no escapes: the bytes between the quotes, which the reader checked are UTF-8 and
-         * (control characters being refused raw) hold no NUL */
-        *out = arena_strndup(&r->ar, p, n);
-        *len = n;
-        return 0;
-    }
-    buf b;
-    buf_init(&b, 0);
-    json_str_decode(d, tok, &b);
-    int nul = b.len && memchr(b.data, '\0', b.len) != NULL;
-    *out = arena_strndup(&r->ar, b.data ? b.data : "", b.len);
-    *len = b.len;
-    buf_free(&b);
-    return nul ? API_STR_NUL : 0;
+    return json_text_dup(&r->ar, d, tok, out, len);
 }
 
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len)
 {
-    int t = json_get(d, obj, key);
-    if (t < 0 || json_type_of(d, t) == JSON_NULL)
-        return 0;
-    if (json_type_of(d, t) != JSON_STRING)
-        return -1;
-    if (api_json_text(r, d, t, out, len) == API_STR_NUL) {
-        *out = NULL;
-        *len = 0;
-        return API_STR_NUL;
-    }
-    return 1;
+    return json_str_field(&r->ar, d, obj, key, out, len);
 }
 
 const char *api_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n)
 {
-    if (rc == API_STR_NUL)
-        snprintf(out, n, "%s must not hold a NUL character (\\u0000)", where);
-    else
-        snprintf(out, n, "%s", otherwise);
-    return out;
+    return json_str_field_msg(rc, where, otherwise, out, n);
 }
 
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
@@ -518,20 +489,5 @@ void res_json_str(buf *b, const PGresult *r, int row, int col)
 
 int api_partition_ref(const char *s, size_t n, uuid *out)
 {
-    if (uuid_parse(s, n, out) == 0)
-        return 0;
-    if (n == 0 || n > 19)
-        return -1;
-    uint64_t id = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        id = id * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (id == 0 || id > (uint64_t)INT64_MAX || (n > 1 && s[0] == '0'))
-        return -1;
-    memset(out->b, 0, 8);
-    for (int i = 0; i < 8; i++)
-        out->b[8 + i] = (uint8_t)(id >> (8 * (7 - i)));
-    return 0;
+    return ack_partition_ref(s, n, out);
 }

@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answers.h"
 #include "app.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "consume/autopilot.h"
 #include "consume/popbatch.h"
+#include "consume/popreq.h"
 #include "consume/qpf.h"
 #include "core/util.h"
 #include "storage/payload.h"
@@ -45,9 +47,8 @@ static void put_autopilot(buf *b, const pop_ctx *c, int delivered)
 {
     if (!c->sizing.autopilot)
         return;
-    buf_printf(b, ",\"autopilot\":{\"partitions\":%lld,\"batch\":%lld,\"waitMs\":%lld}",
-               (long long)c->sizing.partitions, (long long)c->sizing.batch,
-               (long long)pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
+    answer_pop_autopilot(b, 1, c->sizing.partitions, c->sizing.batch,
+                         pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
 }
 
 static void respond_empty(pop_ctx *c, int status, const char *error)
@@ -153,24 +154,15 @@ static void respond_messages(pop_ctx *c)
         respond_empty(c, 204, NULL);
         return;
     }
-    char lease[37] = "";
-    if (!c->job.args.auto_ack)
-        uuid_format(&c->lease, lease);
     if (c->framed) {
         respond_framed(c);
         return;
     }
+    pop_answer pa = {c->job.args.queue, c->first_part, c->first_uuid, c->job.args.auto_ack ? NULL : &c->lease,
+                     c->job.args.group, c->job.claimed};
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"success\":true,\"queue\":");
-    jw_cstr(&b, c->job.args.queue);
-    buf_puts(&b, ",\"partition\":");
-    jw_cstr(&b, c->first_part);
-    buf_printf(&b, ",\"partitionId\":\"%s\",\"leaseId\":\"%s\",\"consumerGroup\":", c->first_uuid, lease);
-    jw_cstr(&b, c->job.args.group);
-    buf_printf(&b, ",\"partitionsClaimed\":%d,\"messages\":[", c->job.claimed);
-    buf_append(&b, c->msgs.data, c->msgs.len);
-    buf_putc(&b, ']');
+    answer_pop_open(&b, &pa, c->msgs.data, c->msgs.len);
     put_autopilot(&b, c, 1);
     buf_putc(&b, '}');
     buf_free(&c->msgs);
@@ -253,47 +245,9 @@ static void on_record(pop_job *j, const popped_partition *p, const record_view *
         framed_record(c, p, v, ts, txn, tl);
         return;
     }
-    int auto_ack = c->job.args.auto_ack;
-    char pu[37];
-    format_uuid_text(p->uuid, pu);
-    buf *b = &c->msgs;
     if (c->nmsgs++)
-        buf_putc(b, ',');
-    uuid mid;
-    uuid_message_id(p->id, v->offset, &mid);
-    char ms[37];
-    uuid_format(&mid, ms);
-    buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
-    jw_string(b, txn, tl);
-    buf_puts(b, ",\"traceId\":");
-    if (v->trace) {
-        char t[37];
-        format_uuid_text(v->trace, t);
-        jw_cstr(b, t);
-    } else {
-        buf_puts(b, "null");
-    }
-    buf_puts(b, ",\"data\":");
-    record_payload_json(b, v); /* the plaintext, or null and payloadError */
-    buf_puts(b, ",\"producerSub\":");
-    if (v->producer)
-        jw_string(b, v->producer, v->producer_len);
-    else
-        buf_puts(b, "null");
-    char created[32], ls[37] = "";
-    format_iso_us(ts, created);
-    if (!auto_ack)
-        uuid_format(lease, ls);
-    buf_printf(b, ",\"createdAt\":\"%s\",\"partitionId\":\"%s\",\"partition\":", created, pu);
-    jw_string(b, p->name, p->name_len);
-    buf_printf(b, ",\"leaseId\":\"%s\",\"consumerGroup\":", ls);
-    jw_cstr(b, c->job.args.group);
-    if (p->queue) {
-        /* a namespace pop spans queues: each message names its own */
-        buf_puts(b, ",\"queue\":");
-        jw_string(b, p->queue, p->queue_len);
-    }
-    buf_putc(b, '}');
+        buf_putc(&c->msgs, ',');
+    answer_pop_message(&c->msgs, p, v, ts, txn, tl, c->job.args.auto_ack ? NULL : lease, c->job.args.group);
 }
 
 static void on_deliver(pop_job *j)
@@ -383,35 +337,6 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
 
 static const pop_job_ops POP_OPS = {on_claim, on_record, on_nothing, on_deliver, on_fail};
 
-/* "true"/"1"/"yes" (any case) → 1, "false"/"0"/"no" → 0, absent → def, else -1 */
-static int query_bool(http_req *r, const char *name, int def)
-{
-    const char *v = http_query(r, name);
-    if (!v || !*v)
-        return def;
-    size_t n = strlen(v);
-    if (ascii_ieq(v, n, "true") || ascii_ieq(v, n, "1") || ascii_ieq(v, n, "yes"))
-        return 1;
-    if (ascii_ieq(v, n, "false") || ascii_ieq(v, n, "0") || ascii_ieq(v, n, "no"))
-        return 0;
-    return -1;
-}
-
-/* integer in [lo, hi]; absent → def; bad → def with *ok = 0 */
-static int64_t query_int(http_req *r, const char *name, int64_t def, int64_t lo, int64_t hi, int *ok)
-{
-    const char *v = http_query(r, name);
-    if (!v || !*v)
-        return def;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        *ok = 0;
-        return def;
-    }
-    return x;
-}
-
 /* conflation=true (last-value delivery) is not served yet. A pop asking for it is refused
  * without touching the queue: 400 when the request could never conflate (no consumer group,
  * or autoAck, as a broker with conflation refuses it), otherwise an empty 200 answer whose
@@ -453,65 +378,24 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     pa->partition = partition;
     pa->ns = ns;
     pa->task = task;
-    const char *g = http_query(r, "consumerGroup");
-    pa->group = g && *g ? g : QUEUE_MODE_GROUP;
-    int ok = 1;
-    /* the 2.x knobs: autopilot sizes what the client left unset (consume/autopilot.h) */
-    pop_sizing *sz = &c->sizing;
-    sz->autopilot = query_bool(r, "autopilot", 0);
-    int conflation = query_bool(r, "conflation", 0);
-    /* frames=true: QPF1 (consume/qpf.h) for the answers with messages; empty answers and
-     * namespace pops (one queue per answer in QPF1) stay JSON, the documented fallback */
-    int frames = query_bool(r, "frames", 0);
-    if (sz->autopilot < 0 || conflation < 0 || frames < 0) {
-        http_respond_error_code(r, 400, "invalid_request", "autopilot, conflation and frames must be true or false");
+    pop_request pr;
+    memset(&pr, 0, sizeof pr);
+    pr.args = *pa;
+    pop_defaults def = {a->cfg->default_batch, a->cfg->default_timeout_ms,
+                        a->cfg->default_subscription_mode};
+    qerr_detail err;
+    qerr e = pop_request_read(&r->q, &def, &pr, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return;
     }
-    sz->batch = query_int(r, "batch", 0, 1, POP_MAX_BATCH, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "batch must be an integer between 1 and %d", POP_MAX_BATCH);
+    *pa = pr.args;
+    c->sizing = pr.sizing;
+    c->wait = pr.wait;
+    int64_t timeout = pr.timeout_ms;
+    if (pr.conflation && conflation_refused_or_respond(c, pr.has_group))
         return;
-    }
-    sz->partitions = partition ? 1 : query_int(r, "partitions", 0, 1, POP_MAX_PARTITIONS, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "partitions must be an integer between 1 and %d", POP_MAX_PARTITIONS);
-        return;
-    }
-    sz->batch_set = sz->batch > 0;
-    sz->partitions_set = sz->partitions > 0;
-    pop_size(sz, a->cfg->default_batch, POP_MAX_BATCH, POP_MAX_PARTITIONS);
-    pa->batch = sz->batch;
-    pa->max_partitions = sz->partitions;
-    int64_t timeout = query_int(r, "timeout", a->cfg->default_timeout_ms, 0, 3600000, &ok);
-    if (!ok) {
-        http_respond_error(r, 400, "timeout must be an integer number of milliseconds between 0 and 3600000");
-        return;
-    }
-    c->wait = query_bool(r, "wait", 0);
-    pa->auto_ack = query_bool(r, "autoAck", 0);
-    if (c->wait < 0 || pa->auto_ack < 0) {
-        http_respond_error(r, 400, "wait and autoAck must be true or false");
-        return;
-    }
-    if (conflation && conflation_refused_or_respond(c, g && *g))
-        return;
-    c->framed = frames == 1 && !ns;
-    const char *mode = http_query(r, "subscriptionMode");
-    if ((!mode || !*mode) && (a->cfg->default_subscription_mode == 1 || a->cfg->default_subscription_mode == 2))
-        mode = "new";
-    const char *from = http_query(r, "subscriptionFrom");
-    if (from && *from) {
-        if (strcmp(from, "now") == 0) {
-            pa->sub_mode = "new";
-        } else if (parse_iso_us(from, strlen(from), &pa->sub_from) < 0) {
-            http_respond_error(r, 400, "subscriptionFrom must be 'now' or an ISO-8601 timestamp");
-            return;
-        }
-    }
-    /* "new" and its synonym "new-only" start at now; every other mode (all, from_beginning, ...)
-     * reads from the beginning, as the earlier release did */
-    if (mode && *mode && (ascii_ieq(mode, strlen(mode), "new") || ascii_ieq(mode, strlen(mode), "new-only")))
-        pa->sub_mode = "new";
+    c->framed = pr.frames == 1 && !ns;
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
     c->job.ops = &POP_OPS;
     c->job.db = a->db;

@@ -3,14 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "answers.h"
 #include "app.h"
 #include "core/util.h"
 #include "core/uuid.h"
 #include "storage/logread.h"
-
-/* names are stored as PostgreSQL text: bounded, and no NUL byte */
-#define NAME_MAX_BYTES 255
-#define TXN_MAX_BYTES 255
+#include "storage/pushreq.h"
 
 void api_respond_push_failure(http_req *r, const push_req *pr, const char *prefix)
 {
@@ -34,126 +32,19 @@ void api_push_answer(push_req *pr)
     }
     buf b;
     buf_init(&b, 0);
-    buf_putc(&b, '[');
-    for (uint32_t i = 0; i < pr->n; i++) {
-        push_item *it = &pr->items[i];
-        if (i)
-            buf_putc(&b, ',');
-        buf_puts(&b, "{\"index\":");
-        buf_put_u64(&b, i);
-        buf_puts(&b, ",\"transaction_id\":");
-        jw_string(&b, it->txn, it->txn_len);
-        buf_puts(&b, it->status == PUSH_DUPLICATE ? ",\"status\":\"duplicate\"" : ",\"status\":\"queued\"");
-        uuid mid;
-        uuid_message_id(it->partition_id, it->offset, &mid);
-        char ms[37];
-        uuid_format(&mid, ms);
-        buf_puts(&b, ",\"message_id\":");
-        jw_cstr(&b, ms);
-        if (it->status == PUSH_QUEUED) {
-            char pu[37];
-            format_uuid_text(it->partition_uuid, pu);
-            buf_puts(&b, ",\"partition_id\":");
-            jw_cstr(&b, pu);
-            buf_puts(&b, ",\"trace_id\":");
-            if (it->has_trace) {
-                char ts[37];
-                format_uuid_text(it->trace, ts);
-                jw_cstr(&b, ts);
-            } else {
-                buf_puts(&b, "null");
-            }
-        }
-        buf_puts(&b, ",\"queueName\":");
-        jw_string(&b, it->queue, it->queue_len);
-        buf_putc(&b, '}');
-    }
-    buf_putc(&b, ']');
+    answer_push(&b, pr);
     http_respond_json(r, 201, &b);
     buf_free(&b);
 }
 
-/* Reads and validates one push item (the object at token `it`, index i of its array) into pi.
- * Strings are copied into the request arena; the payload stays a span of the body. On bad
- * input answers 400 and returns -1. */
+/* Reads one push item (storage/pushreq.h) or answers 400 and returns -1. */
 int push_item_parse_or_respond(http_req *r, const json_doc *d, int it, uint32_t i, push_item *pi)
 {
-    if (json_type_of(d, it) != JSON_OBJECT) {
-        http_respond_error(r, 400, "Each item must be an object (items[%u] is not)", i);
+    qerr_detail err;
+    qerr e = push_item_read(&r->ar, d, it, i, pi, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return -1;
-    }
-    const char *s;
-    size_t len;
-    int rc = api_str_field(r, d, it, "queue", &s, &len);
-    if (rc == 0 || rc == -1) {
-        http_respond_error(r, 400, "Queue must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
-        http_respond_error(r, 400, "Queue name must be 1 to %d bytes without NUL characters (items[%u])",
-                           NAME_MAX_BYTES, i);
-        return -1;
-    }
-    pi->queue = s;
-    pi->queue_len = (uint32_t)len;
-    rc = api_str_field(r, d, it, "partition", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "Partition must be a string");
-        return -1;
-    }
-    if (rc == 0) {
-        s = "Default";
-        len = 7;
-    }
-    if (rc == API_STR_NUL || len == 0 || len > NAME_MAX_BYTES) {
-        http_respond_error(r, 400, "Partition name must be 1 to %d bytes without NUL characters (items[%u])",
-                           NAME_MAX_BYTES, i);
-        return -1;
-    }
-    pi->partition = s;
-    pi->partition_len = (uint32_t)len;
-    rc = api_str_field(r, d, it, "transactionId", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "TransactionId must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
-        if (rc == API_STR_NUL || len > TXN_MAX_BYTES) {
-                http_respond_error(r, 400, "TransactionId must be at most %d bytes without NUL characters (items[%u])",
-                               TXN_MAX_BYTES, i);
-            return -1;
-        }
-        pi->txn = s;
-        pi->txn_len = (uint32_t)len;
-        pi->txn_producer = 1;
-    } else {
-        uuid u;
-        uuid_v7(&u);
-        char *t = arena_alloc(&r->ar, 37);
-        uuid_format(&u, t);
-        pi->txn = t;
-        pi->txn_len = 36;
-    }
-    rc = api_str_field(r, d, it, "traceId", &s, &len);
-    if (rc == -1) {
-        http_respond_error(r, 400, "TraceId must be a string");
-        return -1;
-    }
-    if (rc == API_STR_NUL || (rc == 1 && len > 0)) {
-        uuid u;
-        if (rc == API_STR_NUL || uuid_parse(s, len, &u) < 0) {
-                http_respond_error(r, 400, "TraceId must be a UUID (items[%u])", i);
-            return -1;
-        }
-        memcpy(pi->trace, u.b, 16);
-        pi->has_trace = 1;
-    }
-    int pl = json_get(d, it, "payload");
-    if (pl >= 0) {
-        size_t plen;
-        const char *raw = json_raw(d, pl, &plen);
-        pi->payload = raw;
-        pi->payload_len = (uint32_t)plen;
     }
     return 0;
 }

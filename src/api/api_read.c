@@ -83,12 +83,12 @@ static void on_fetched(db_req *d)
 }
 
 /* Parses a body with `parse` (readreq.h); on failure answers 400 and returns -1. */
-static int parse_or_respond(http_req *r, json_doc *d, int rc, const char *code, const char *err)
+static int parse_or_respond(http_req *r, json_doc *d, qerr e, const qerr_detail *err)
 {
     json_doc_free(d);
-    if (rc == 0)
+    if (e == QERR_OK)
         return 0;
-    http_respond_error_code(r, 400, code, "%s", err);
+    http_respond_qerr(r, e, err);
     return -1;
 }
 
@@ -111,10 +111,9 @@ void api_fetch(http_req *r)
     memset(c, 0, sizeof *c);
     c->http = r;
     memcpy(c->fa.tenant, r->tenant, 16);
-    const char *code = NULL;
-    char err[300];
-    int rc = fetch_parse_request(&d, &r->ar, &c->fa, &code, err, sizeof err);
-    if (parse_or_respond(r, &d, rc, code, err) < 0)
+    qerr_detail err;
+    qerr e = fetch_parse_request(&d, &r->ar, &c->fa, &err);
+    if (parse_or_respond(r, &d, e, &err) < 0)
         return;
     if (c->fa.n == 0) {
         respond_text(r, "{\"entries\":[]}");
@@ -227,10 +226,9 @@ void api_partitions_changed(http_req *r)
     memset(c, 0, sizeof *c);
     c->http = r;
     memcpy(c->ca.tenant, r->tenant, 16);
-    const char *code = NULL;
-    char err[300];
-    int rc = changed_parse_request(&d, &r->ar, &c->ca, &code, err, sizeof err);
-    if (parse_or_respond(r, &d, rc, code, err) < 0)
+    qerr_detail err;
+    qerr e = changed_parse_request(&d, &r->ar, &c->ca, &err);
+    if (parse_or_respond(r, &d, e, &err) < 0)
         return;
     if (c->ca.n == 0) {
         respond_text(r, "{\"safeTime\":null,\"entries\":[]}");

@@ -166,7 +166,7 @@ int api_parse_body_or_respond(http_req *r, json_doc *d, uint32_t token_depth);
  * 0 absent or null, -1 wrong type, API_STR_NUL when it holds a NUL character (\u0000): such a
  * string cannot be stored as PostgreSQL text, nor be a C string, so every caller refuses it. The
  * JSON reader has already checked that it is valid UTF-8. Use api_str_field_msg for the 400. */
-#define API_STR_NUL (-2)
+#define API_STR_NUL JSON_STR_NUL /* json.h: json_str_field, json_text_dup */
 int api_str_field(http_req *r, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
 /* Decodes any string token (an object key too) into the arena: 0, or API_STR_NUL. */
 int api_json_text(http_req *r, const json_doc *d, int tok, const char **out, size_t *len);

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "consume_results.h"
+#include "popdec.h"
 #include "core/buf.h"
 #include "core/uuid.h"
 #include "storage/logread.h"
@@ -49,33 +50,6 @@ extern const char POP_SQL[];
 extern const char POP_NS_SQL[];
 /* p->arr[0] holds the lease array: free with sql_params_free. */
 void pop_params(const pop_args *a, sql_params *p);
-
-typedef struct popped_partition {
-    int index;               /* claim number, from 0: claim k holds lease leases[k] */
-    uint64_t id;
-    const uint8_t *uuid;
-    const char *name;
-    size_t name_len;
-    int64_t start, end;      /* claimed offsets [start, end) */
-    int64_t lease_expires;   /* µs */
-    const char *queue;       /* namespace pops: the queue of this claim (else NULL) */
-    size_t queue_len;
-    int more;                /* the partition holds records past `end` */
-    uint32_t attempt;        /* the delivery attempt: the cursor's retry count + 1 (failed acks) */
-} popped_partition;
-
-typedef void (*pop_record_fn)(void *arg, const popped_partition *p, const record_view *v, int64_t ts);
-/* Called for each claimed partition (after its records), and for each scanned candidate the
- * call did not claim (p->index = -1, only p->id set). */
-typedef void (*pop_partition_fn)(void *arg, const popped_partition *p);
-
-typedef struct pop_outcome {
-    int claimed;          /* partitions claimed */
-    uint64_t records;
-    char why[32];         /* when nothing was claimed: queue_not_found, partition_not_found, lease_held,
-                           * window_buffer, empty */
-    int64_t retry_at;     /* µs: when records may become available without a push (0 = unknown) */
-} pop_outcome;
 
 /* Decodes a pop result: calls on_record for each record in the claimed ranges, in partition
  * then offset order. Returns 0, or -1 when a segment is corrupt. */

@@ -88,75 +88,36 @@ static int64_t i64_at(const PGresult *r, int row, int col)
 int pop_decode(PGresult *res, pop_record_fn on_record, pop_partition_fn on_partition, void *arg,
                pop_outcome *out)
 {
-    memset(out, 0, sizeof *out);
+    pop_decoder dec;
+    pop_decoder_init(&dec, on_record, on_partition, arg, out);
     int rows = PQntuples(res);
-    popped_partition cur;
-    memset(&cur, 0, sizeof cur);
-    int claims = 0, have = 0;
+    int has_qname = PQnfields(res) > POP_QNAME;
     for (int i = 0; i < rows; i++) {
-        int32_t kind = db_get_i32(res, i, POP_KIND);
-        if (kind != POP_ROW_SEGMENT && have) {
-            if (on_partition)
-                on_partition(arg, &cur);
-            have = 0;
+        pop_row r = {
+            .kind = db_get_i32(res, i, POP_KIND),
+            .pid = (uint64_t)i64_at(res, i, POP_PID),
+            .puuid = (const uint8_t *)PQgetvalue(res, i, POP_PUUID),
+            .pname = PQgetvalue(res, i, POP_PNAME),
+            .pname_len = (size_t)PQgetlength(res, i, POP_PNAME),
+            .a = i64_at(res, i, POP_A),
+            .b = i64_at(res, i, POP_B),
+            .c = i64_at(res, i, POP_C),
+            .seg_ts = i64_at(res, i, POP_SEG_TS),
+            .seg_ts_null = PQgetisnull(res, i, POP_SEG_TS),
+            .seg_count_null = PQgetisnull(res, i, POP_SEG_COUNT),
+            .seg_data = (const uint8_t *)PQgetvalue(res, i, POP_SEG_DATA),
+            .seg_len = (size_t)PQgetlength(res, i, POP_SEG_DATA),
+        };
+        if (!r.seg_count_null)
+            r.seg_count = db_get_i32(res, i, POP_SEG_COUNT);
+        if (has_qname && !PQgetisnull(res, i, POP_QNAME)) {
+            r.qname = PQgetvalue(res, i, POP_QNAME);
+            r.qname_len = (size_t)PQgetlength(res, i, POP_QNAME);
         }
-        if (kind == POP_ROW_EMPTY) {
-            snprintf(out->why, sizeof out->why, "%s", PQgetvalue(res, i, POP_PNAME));
-            out->retry_at = i64_at(res, i, POP_C);
-            continue;
-        }
-        if (kind == POP_ROW_HINT) {
-            popped_partition hint;
-            memset(&hint, 0, sizeof hint);
-            hint.index = -1;
-            hint.id = (uint64_t)i64_at(res, i, POP_PID);
-            if (on_partition)
-                on_partition(arg, &hint);
-            continue;
-        }
-        if (kind == POP_ROW_CLAIM) {
-            memset(&cur, 0, sizeof cur);
-            cur.index = claims++;
-            cur.id = (uint64_t)i64_at(res, i, POP_PID);
-            cur.uuid = (const uint8_t *)PQgetvalue(res, i, POP_PUUID);
-            cur.name = PQgetvalue(res, i, POP_PNAME);
-            cur.name_len = (size_t)PQgetlength(res, i, POP_PNAME);
-            cur.start = i64_at(res, i, POP_A);
-            cur.end = i64_at(res, i, POP_B);
-            cur.lease_expires = i64_at(res, i, POP_C);
-            cur.more = !PQgetisnull(res, i, POP_SEG_COUNT) && db_get_i32(res, i, POP_SEG_COUNT) == 1;
-            cur.attempt = PQgetisnull(res, i, POP_SEG_TS) ? 1 : (uint32_t)i64_at(res, i, POP_SEG_TS);
-            /* pop_ns_v1's rows carry the queue of each claim */
-            if (PQnfields(res) > POP_QNAME && !PQgetisnull(res, i, POP_QNAME)) {
-                cur.queue = PQgetvalue(res, i, POP_QNAME);
-                cur.queue_len = (size_t)PQgetlength(res, i, POP_QNAME);
-            }
-            out->claimed++;
-            have = 1;
-            continue;
-        }
-        int64_t base = i64_at(res, i, POP_A);
-        int64_t ts = i64_at(res, i, POP_SEG_TS);
-        uint32_t count = (uint32_t)db_get_i32(res, i, POP_SEG_COUNT);
-        seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, i, POP_SEG_DATA), (size_t)PQgetlength(res, i, POP_SEG_DATA),
-                            (uint64_t)base, count) < 0)
-            return -1;
-        record_view v;
-        int rc;
-        while ((rc = seg_reader_next(&sr, &v)) == 1) {
-            if ((int64_t)v.offset < cur.start)
-                continue;
-            if ((int64_t)v.offset >= cur.end)
-                break;
-            out->records++;
-            on_record(arg, &cur, &v, ts);
-        }
-        if (rc < 0)
+        if (pop_decoder_row(&dec, &r) < 0)
             return -1;
     }
-    if (have && on_partition)
-        on_partition(arg, &cur);
+    pop_decoder_end(&dec);
     return 0;
 }
 

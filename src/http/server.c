@@ -259,6 +259,22 @@ void http_respond_error(http_req *r, int status, const char *fmt, ...)
     va_end(ap);
 }
 
+void http_respond_qerr(http_req *r, qerr e, const qerr_detail *d)
+{
+    int status = qerr_http_status(e);
+    const char *text = d && d->text[0] ? d->text : qerr_str(e);
+    if (qerr_client_visible(e)) {
+        http_respond_error_code(r, status, d ? d->code : NULL, "%s", text);
+        return;
+    }
+    if (!r->error_logged) {
+        log_error("http", "request %s (%s %s): answered %d %s: %s", r->request_id, r->method, http_route_pattern(r),
+                  status, qerr_name(e), text);
+        r->error_logged = 1;
+    }
+    http_respond_error_code(r, status, d && d->code ? d->code : NULL, "%s", qerr_str(e));
+}
+
 void http_respond_error_code(http_req *r, int status, const char *code, const char *fmt, ...)
 {
     va_list ap;

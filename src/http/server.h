@@ -18,6 +18,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/qerr.h"
 #include "http/url.h"
 #include "metrics/metrics.h"
 
@@ -102,6 +103,10 @@ void http_respond_json(http_req *r, int status, const buf *json);
  * text that is not valid UTF-8 (a cut name) is repaired with U+FFFD. */
 /* The status's generic code: bad_request, not_found, internal_error, unavailable, ... */
 const char *http_status_code(int status);
+/* Answers a module's failure (core/qerr.h): the enum's status; for a 4xx the detail's code
+ * (NULL: the status's) and sentence; for a 5xx the detail goes to the log with the request id
+ * and the answer carries the enum's generic sentence only. d may be NULL. */
+void http_respond_qerr(http_req *r, qerr e, const qerr_detail *d);
 /* code NULL = http_status_code(status) */
 void http_respond_error_code(http_req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -668,3 +668,48 @@ size_t utf8_cut(const char *s, size_t n, size_t max)
         k--;
     return k;
 }
+
+int json_text_dup(arena *ar, const json_doc *d, int tok, const char **out, size_t *len)
+{
+    const char *p;
+    size_t n;
+    if (json_str_span(d, tok, &p, &n) == 0) {
+        /* no escapes: the bytes between the quotes, which the reader checked are UTF-8 and
+         * (control characters being refused raw) hold no NUL */
+        *out = arena_strndup(ar, p, n);
+        *len = n;
+        return 0;
+    }
+    buf b;
+    buf_init(&b, 0);
+    json_str_decode(d, tok, &b);
+    int nul = b.len && memchr(b.data, '\0', b.len) != NULL;
+    *out = arena_strndup(ar, b.data ? b.data : "", b.len);
+    *len = b.len;
+    buf_free(&b);
+    return nul ? JSON_STR_NUL : 0;
+}
+
+int json_str_field(arena *ar, const json_doc *d, int obj, const char *key, const char **out, size_t *len)
+{
+    int t = json_get(d, obj, key);
+    if (t < 0 || json_type_of(d, t) == JSON_NULL)
+        return 0;
+    if (json_type_of(d, t) != JSON_STRING)
+        return -1;
+    if (json_text_dup(ar, d, t, out, len) == JSON_STR_NUL) {
+        *out = NULL;
+        *len = 0;
+        return JSON_STR_NUL;
+    }
+    return 1;
+}
+
+const char *json_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n)
+{
+    if (rc == JSON_STR_NUL)
+        snprintf(out, n, "%s must not hold a NUL character (\\u0000)", where);
+    else
+        snprintf(out, n, "%s", otherwise);
+    return out;
+}

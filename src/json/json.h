@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/arena.h"
 #include "../core/buf.h"
 
 enum json_type { JSON_NONE = 0, JSON_OBJECT, JSON_ARRAY, JSON_STRING, JSON_NUMBER, JSON_TRUE, JSON_FALSE, JSON_NULL };
@@ -74,6 +75,17 @@ int json_str_span(const json_doc *d, int t, const char **p, size_t *len);
 size_t json_str_decoded_len(const json_doc *d, int t);
 
 /* Numbers: 0 on success; -1 if not an integer number or out of range. */
+/* Decodes a string token (an object key too) into the arena, NUL-terminated: 0, or
+ * JSON_STR_NUL when it holds a NUL character (\u0000) — such a string cannot be stored as
+ * PostgreSQL text, nor be a C string. (The reader has already checked it is valid UTF-8.) */
+#define JSON_STR_NUL (-2)
+int json_text_dup(arena *ar, const json_doc *d, int tok, const char **out, size_t *len);
+/* A string field of an object: 1 present (decoded into the arena), 0 absent or null, -1 wrong
+ * type, JSON_STR_NUL when it holds a NUL character (*out NULL). */
+int json_str_field(arena *ar, const json_doc *d, int obj, const char *key, const char **out, size_t *len);
+/* The message for a refused string field: for JSON_STR_NUL "<where> must not hold a NUL
+ * character (\u0000)", else `otherwise`. Returns out, filled. */
+const char *json_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n);
 int json_int64(const json_doc *d, int t, int64_t *out);
 int json_double(const json_doc *d, int t, double *out);
 

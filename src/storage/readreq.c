@@ -8,16 +8,17 @@
 #include "core/buf.h"
 #include "core/timeutil.h"
 
-static int fail(const char **code, const char *id, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int fail(const char **code, const char *id, char *err, size_t errlen, const char *fmt, ...)
+static qerr fail(qerr_detail *err, const char *id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static qerr fail(qerr_detail *err, const char *id, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    *code = id;
-    return -1;
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof err->text, fmt, ap);
+        va_end(ap);
+        err->code = id;
+    }
+    return QERR_BAD_INPUT;
 }
 
 /* The first key of `obj` not in `allowed` (NULL-terminated), written quoted and cut to 64
@@ -104,25 +105,25 @@ static int budget_member(const json_doc *d, int obj, const char *key, int64_t ma
 }
 
 /* The top level: only `allowed` keys, and an `entries` array of at most max. */
-static int entries_member(const json_doc *d, const char *const *allowed, uint32_t max, int *arr, uint32_t *n,
-                          const char **code, char *err, size_t errlen)
+static qerr entries_member(const json_doc *d, const char *const *allowed, uint32_t max, int *arr, uint32_t *n,
+                          qerr_detail *err)
 {
     char key[80];
     if (json_type_of(d, 0) != JSON_OBJECT)
-        return fail(code, "invalid_request", err, errlen, "the body must be a JSON object");
+        return fail(err, "invalid_request", "the body must be a JSON object");
     if (unknown_key(d, 0, allowed, key, sizeof key))
-        return fail(code, "invalid_request", err, errlen,
+        return fail(err, "invalid_request",
                     "unknown field %s: the body is {\"entries\": [...]} (docs/http-api.md)", key);
     *arr = json_get(d, 0, "entries");
     if (json_type_of(d, *arr) != JSON_ARRAY)
-        return fail(code, "invalid_request", err, errlen, "entries is required (an array)");
+        return fail(err, "invalid_request", "entries is required (an array)");
     *n = d->toks[*arr].count;
     if (*n > max)
-        return fail(code, "too_many_entries", err, errlen, "%u entries: at most %u in one call", *n, max);
-    return 0;
+        return fail(err, "too_many_entries", "%u entries: at most %u in one call", *n, max);
+    return QERR_OK;
 }
 
-int fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, const char **code, char *err, size_t errlen)
+qerr fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, qerr_detail *err)
 {
     static const char *const top[] = {"entries", "maxBytes", NULL};
     static const char *const fields[] = {"queue", "partition", "offset", "maxBytes", NULL};
@@ -131,10 +132,11 @@ int fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, const char 
     a->entries = NULL;
     a->n = 0;
     a->max_records = FETCH_CALL_MAX_RECORDS;
-    if (entries_member(d, top, FETCH_MAX_ENTRIES, &arr, &n, code, err, errlen) < 0)
-        return -1;
+    qerr q = entries_member(d, top, FETCH_MAX_ENTRIES, &arr, &n, err);
+    if (q != QERR_OK)
+        return q;
     if (budget_member(d, 0, "maxBytes", FETCH_CALL_MAX_BYTES, &a->max_bytes) < 0)
-        return fail(code, "invalid_request", err, errlen, "maxBytes must be a positive integer (bytes of payload)");
+        return fail(err, "invalid_request", "maxBytes must be a positive integer (bytes of payload)");
     fetch_entry *es = arena_alloc(ar, (n + 1) * sizeof *es);
     int t = json_first(d, arr);
     char key[80];
@@ -142,25 +144,25 @@ int fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, const char 
         fetch_entry *e = &es[i];
         memset(e, 0, sizeof *e);
         if (json_type_of(d, t) != JSON_OBJECT)
-            return fail(code, "invalid_request", err, errlen, "entries[%u] must be an object", i);
+            return fail(err, "invalid_request", "entries[%u] must be an object", i);
         if (unknown_key(d, t, fields, key, sizeof key))
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u]: unknown field %s (an entry is {queue, partition, offset, maxBytes})", i, key);
         if (name_member(d, t, "queue", ar, &e->queue) <= 0)
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u].queue is required: a non-empty string of valid UTF-8 without NUL", i);
         if (name_member(d, t, "partition", ar, &e->partition) <= 0)
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u].partition is required: a non-empty string of valid UTF-8 without NUL", i);
         if (int_member(d, t, "offset", 0, INT64_MAX, &e->offset) < 0)
-            return fail(code, "invalid_request", err, errlen, "entries[%u].offset must be an integer >= 0", i);
+            return fail(err, "invalid_request", "entries[%u].offset must be an integer >= 0", i);
         if (budget_member(d, t, "maxBytes", FETCH_ENTRY_MAX_BYTES, &e->max_bytes) < 0)
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u].maxBytes must be a positive integer (bytes of payload)", i);
     }
     a->entries = es;
     a->n = n;
-    return 0;
+    return QERR_OK;
 }
 
 /* The page cursor: a partition id as the decimal string `next` gave. 1 present, 0 absent or
@@ -184,7 +186,7 @@ static int cursor_member(const json_doc *d, int obj, int64_t *out)
     return 1;
 }
 
-int changed_parse_request(const json_doc *d, arena *ar, changed_args *a, const char **code, char *err, size_t errlen)
+qerr changed_parse_request(const json_doc *d, arena *ar, changed_args *a, qerr_detail *err)
 {
     static const char *const top[] = {"entries", NULL};
     static const char *const fields[] = {"queue", "limit", "since", "after", NULL};
@@ -192,8 +194,9 @@ int changed_parse_request(const json_doc *d, arena *ar, changed_args *a, const c
     uint32_t n;
     a->entries = NULL;
     a->n = 0;
-    if (entries_member(d, top, CHANGED_MAX_ENTRIES, &arr, &n, code, err, errlen) < 0)
-        return -1;
+    qerr q = entries_member(d, top, CHANGED_MAX_ENTRIES, &arr, &n, err);
+    if (q != QERR_OK)
+        return q;
     changed_entry *es = arena_alloc(ar, (n + 1) * sizeof *es);
     int t = json_first(d, arr);
     char key[80];
@@ -202,18 +205,18 @@ int changed_parse_request(const json_doc *d, arena *ar, changed_args *a, const c
         memset(e, 0, sizeof *e);
         e->limit = CHANGED_DEFAULT_LIMIT;
         if (json_type_of(d, t) != JSON_OBJECT)
-            return fail(code, "invalid_request", err, errlen, "entries[%u] must be an object", i);
+            return fail(err, "invalid_request", "entries[%u] must be an object", i);
         if (unknown_key(d, t, fields, key, sizeof key))
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u]: unknown field %s (an entry is {queue, limit, since, after})", i, key);
         if (name_member(d, t, "queue", ar, &e->queue) <= 0)
-            return fail(code, "invalid_request", err, errlen,
+            return fail(err, "invalid_request",
                         "entries[%u].queue is required: a non-empty string of valid UTF-8 without NUL", i);
         /* the page size is clamped to the most a page holds, never refused for being large */
         int64_t limit;
         int lr = int_member(d, t, "limit", 1, INT64_MAX, &limit);
         if (lr < 0)
-            return fail(code, "invalid_request", err, errlen, "entries[%u].limit must be a positive integer", i);
+            return fail(err, "invalid_request", "entries[%u].limit must be a positive integer", i);
         if (lr > 0)
             e->limit = limit < CHANGED_MAX_LIMIT ? limit : CHANGED_MAX_LIMIT;
         int st = json_get(d, t, "since");
@@ -222,15 +225,15 @@ int changed_parse_request(const json_doc *d, arena *ar, changed_args *a, const c
             size_t len;
             if (json_type_of(d, st) != JSON_STRING || json_str_span(d, st, &s, &len) < 0 ||
                 parse_iso_us(s, len, &e->since) < 0)
-                return fail(code, "invalid_time", err, errlen,
+                return fail(err, "invalid_time",
                             "entries[%u].since must be an ISO-8601 time, e.g. 2026-12-01T10:00:00.000000Z", i);
             e->has_since = 1;
         }
         if (cursor_member(d, t, &e->after) < 0)
-            return fail(code, "invalid_cursor", err, errlen, "entries[%u].after must be a cursor a page answered as next",
+            return fail(err, "invalid_cursor", "entries[%u].after must be a cursor a page answered as next",
                         i);
     }
     a->entries = es;
     a->n = n;
-    return 0;
+    return QERR_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/qerr.h"
 #include "json/json.h"
 
 /* Limits of one fetch call (POST /api/v1/fetch). The 2.x client sends at most 1000 entries
@@ -66,10 +67,10 @@ typedef struct changed_args {
 #define SAFE_TICK_MIN_AGE_US 200000
 
 /* Parse a request body (an object) into *a; the strings and the entries live in `ar`, the
- * tenant is the caller's to set. 0, or -1 with *code a stable id (invalid_request,
- * too_many_entries, invalid_time, invalid_cursor) and err the prose for the client. Unknown
- * fields are refused, never ignored. */
-int fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, const char **code, char *err, size_t errlen);
-int changed_parse_request(const json_doc *d, arena *ar, changed_args *a, const char **code, char *err, size_t errlen);
+ * tenant is the caller's to set. QERR_OK, or QERR_BAD_INPUT with err->code a stable id
+ * (invalid_request, too_many_entries, invalid_time, invalid_cursor) and err->text the prose
+ * for the client (core/qerr.h). Unknown fields are refused, never ignored. */
+qerr fetch_parse_request(const json_doc *d, arena *ar, fetch_args *a, qerr_detail *err);
+qerr changed_parse_request(const json_doc *d, arena *ar, changed_args *a, qerr_detail *err);
 
 #endif

@@ -45,12 +45,12 @@ static void fuzz_fetch(const json_doc *d)
     arena_init(&ar);
     fetch_args a;
     memset(&a, 0, sizeof a);
-    const char *code = NULL;
-    char err[300] = "";
-    int rc = fetch_parse_request(d, &ar, &a, &code, err, sizeof err);
-    CHECK(rc == 0 || rc == -1);
-    if (rc < 0) {
-        check_refusal(code, err);
+    qerr_detail e;
+    memset(&e, 0, sizeof e);
+    qerr rc = fetch_parse_request(d, &ar, &a, &e);
+    CHECK(rc == QERR_OK || rc == QERR_BAD_INPUT);
+    if (rc != QERR_OK) {
+        check_refusal(e.code, e.text);
     } else {
         CHECK(a.n <= FETCH_MAX_ENTRIES);
         CHECK(a.max_bytes >= 1 && a.max_bytes <= FETCH_CALL_MAX_BYTES);
@@ -77,12 +77,12 @@ static void fuzz_changed(const json_doc *d)
     arena_init(&ar);
     changed_args a;
     memset(&a, 0, sizeof a);
-    const char *code = NULL;
-    char err[300] = "";
-    int rc = changed_parse_request(d, &ar, &a, &code, err, sizeof err);
-    CHECK(rc == 0 || rc == -1);
-    if (rc < 0) {
-        check_refusal(code, err);
+    qerr_detail e;
+    memset(&e, 0, sizeof e);
+    qerr rc = changed_parse_request(d, &ar, &a, &e);
+    CHECK(rc == QERR_OK || rc == QERR_BAD_INPUT);
+    if (rc != QERR_OK) {
+        check_refusal(e.code, e.text);
     } else {
         CHECK(a.n <= CHANGED_MAX_ENTRIES);
         for (uint32_t i = 0; i < a.n; i++) {

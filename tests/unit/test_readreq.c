@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -28,8 +29,14 @@ static parsed run(const char *body, int changed)
     memset(&d, 0, sizeof d);
     json_opts o = {0};
     assert_int_equal(json_parse(&d, body, strlen(body), &o), 0);
-    p.rc = changed ? changed_parse_request(&d, &g_ar, &p.ca, &p.code, p.err, sizeof p.err)
-                   : fetch_parse_request(&d, &g_ar, &p.fa, &p.code, p.err, sizeof p.err);
+    qerr_detail e;
+    memset(&e, 0, sizeof e);
+    qerr q = changed ? changed_parse_request(&d, &g_ar, &p.ca, &e) : fetch_parse_request(&d, &g_ar, &p.fa, &e);
+    /* the convention (core/qerr.h): QERR_OK, or QERR_BAD_INPUT with a stable code and a sentence */
+    assert_true(q == QERR_OK || q == QERR_BAD_INPUT);
+    p.rc = q == QERR_OK ? 0 : -1;
+    p.code = e.code;
+    snprintf(p.err, sizeof p.err, "%s", e.text);
     json_doc_free(&d);
     return p;
 }

@@ -1,0 +1,44 @@
+/* qerr.h — the one error convention of queen's C modules (docs/architecture.md, "Errors").
+ *
+ * curl's model: a function that can fail returns one enum (qerr, QERR_OK = 0) and, when the
+ * caller passes one, fills a detail (qerr_detail): the sentence for whoever reads it and,
+ * when the failure has a stable name finer than the enum's (too_many_entries), that name.
+ * The enum says what kind of failure it is and so how it is answered (qerr_http_status); the
+ * detail says what exactly. Pure. */
+#ifndef QUEEN_CORE_QERR_H
+#define QUEEN_CORE_QERR_H
+
+#include <stddef.h>
+
+typedef enum qerr {
+    QERR_OK = 0,
+    QERR_BAD_INPUT,   /* the caller's input is refused (400); the detail is for the client */
+    QERR_NOT_FOUND,   /* what was named does not exist (404) */
+    QERR_CONFLICT,    /* the state forbids it (409) */
+    QERR_TOO_LARGE,   /* a size bound (413) */
+    QERR_LIMIT,       /* a rate or capacity bound: retry later (429) */
+    QERR_UNAVAILABLE, /* a dependency is not there: database, key, S3 (503) */
+    QERR_DATABASE,    /* the database refused (500); the detail is for the log only */
+    QERR_CORRUPT,     /* stored bytes do not decode (500); the detail is for the log only */
+    QERR_INTERNAL,    /* anything else (500); the detail is for the log only */
+    QERR_COUNT
+} qerr;
+
+#define QERR_TEXT_MAX 300
+
+typedef struct qerr_detail {
+    const char *code;         /* a stable name (static storage) finer than the enum's, or NULL */
+    char text[QERR_TEXT_MAX]; /* the sentence; "" when none was set */
+} qerr_detail;
+
+/* Fills d (when non-NULL) and returns e, so a failing path is `return qerr_set(d, ...)`. */
+qerr qerr_set(qerr_detail *d, qerr e, const char *code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The enum's name ("bad_input") and a generic sentence, like curl_easy_strerror. */
+const char *qerr_name(qerr e);
+const char *qerr_str(qerr e);
+/* How an HTTP answer carries it. */
+int qerr_http_status(qerr e);
+/* Whether the detail may be shown to the client (4xx); 5xx details go to the log only. */
+int qerr_client_visible(qerr e);
+
+#endif
