@@ -85,12 +85,25 @@ unit: $(UNIT_BINS)
 # bounded smoke pass over the seed corpus plus fresh inputs.
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 20000
-FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -Isrc -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+FUZZ_FLAGS := -std=c17 -D_GNU_SOURCE -Isrc -Ibuild/gen -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+# the library is compiled once for every target (instrumented for coverage, without libFuzzer's
+# main), and each target links it: not once per target
+FUZZ_OBJ_FLAGS := -std=c17 -D_GNU_SOURCE -Isrc -Ibuild/gen -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+                  $(PKG_CFLAGS) -MMD -MP
+FUZZ_OBJS := $(patsubst src/%.c,build/fuzz/obj/%.o,$(LIB_SRC)) build/fuzz/obj/gen/migrations.o
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(FUZZ_SRC))
-build/fuzz/%: tests/fuzz/%.c $(LIB_SRC) $(GEN_SRC)
+.SECONDARY: $(FUZZ_OBJS)
+build/fuzz/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	@[ -n "$(Q)" ] && echo "  CC [fuzz] $<" || true
+	$(Q)$(FUZZCC) $(FUZZ_OBJ_FLAGS) -c $< -o $@
+build/fuzz/obj/gen/migrations.o: build/gen/migrations.c
+	@mkdir -p $(@D)
+	$(Q)$(FUZZCC) $(FUZZ_OBJ_FLAGS) -c $< -o $@
+build/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJS)
 	@mkdir -p $(@D)
 	@[ -n "$(Q)" ] && echo "  FUZZ $@" || true
-	$(Q)$(FUZZCC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRC) $(GEN_SRC) -Ibuild/gen $(LIBS)
+	$(Q)$(FUZZCC) $(FUZZ_FLAGS) -MMD -MP -MF build/fuzz/$*.d -o $@ $< $(FUZZ_OBJS) $(LIBS)
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus/$$n; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus/$$n tests/fuzz/seeds/$$n; done
