@@ -341,7 +341,12 @@ static void on_wake(waiter *w, int timed_out)
 {
     eph_pop_ctx *c = w->arg;
     c->r->on_abandon = NULL;
-    if (timed_out || c->a->shutting_down || http_client_gone(c->r)) {
+    if (http_client_gone(c->r)) {
+        /* nobody to hand messages to: take none (a commit at delivery would lose them) */
+        http_respond(c->r, 204, NULL, "", 0);
+        return;
+    }
+    if (timed_out || c->a->shutting_down) {
         answer_pop(c);
         return;
     }

@@ -1,12 +1,14 @@
 /* server.c — libh2o server, route table, request contexts, CORS, per-route metrics. */
 #include "server.h"
 
+#include <errno.h>
 #include <h2o.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "core/log.h"
 #include "core/timeutil.h"
@@ -109,7 +111,29 @@ static void on_h2o_dispose(void *p)
 
 int http_client_gone(const http_req *r)
 {
-    return r->h2o_req == NULL;
+    if (r->h2o_req == NULL)
+        return 1;
+    /* h2o reads no more of an HTTP/1 connection while its request is being answered, so a client
+     * that closed it during a long poll is not noticed until the answer is written: look at the
+     * socket. 0 bytes readable = the peer's FIN; a reset or another error = gone too; data or
+     * nothing yet (EAGAIN) = still there. */
+    h2o_req_t *req = r->h2o_req;
+    h2o_conn_t *conn = req->conn;
+    if (!conn || !conn->callbacks || !conn->callbacks->get_socket)
+        return 0;
+    h2o_socket_t *sock = conn->callbacks->get_socket(conn);
+    if (!sock)
+        return 0;
+    int fd = h2o_socket_get_fd(sock);
+    if (fd < 0)
+        return 0;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0)
+        return 1;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        return 1;
+    return 0;
 }
 
 const char *http_route_pattern(const http_req *r)
