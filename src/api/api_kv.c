@@ -408,6 +408,31 @@ static void kvw_respond_refused(http_req *r, const kvw_refusal *why)
     buf_free(&b);
 }
 
+/* The {"operations": [...]} body of the KV and lock routes, parsed to `depth`; -1 when refused
+ * (with `code`: kv_invalid_body, lock_invalid_body). */
+static int ops_body(http_req *r, json_doc *d, uint32_t depth, const char *code)
+{
+    memset(d, 0, sizeof *d);
+    if (!r->body || r->body_len == 0) {
+        http_respond_refusal(r, 400, code, "empty", "the body is empty: send {\"operations\": [op, ...]}");
+        return -1;
+    }
+    json_opts o = {.token_depth = depth};
+    if (json_parse(d, r->body, r->body_len, &o) < 0) {
+        http_respond_refusal(r, 400, code, "invalid_json", "Invalid JSON: %s", d->err);
+        json_doc_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* Nothing to do: the answer of an empty operations list. */
+static void no_results(http_req *r)
+{
+    static const char empty[] = "{\"results\":[]}";
+    http_respond(r, 200, "application/json", empty, sizeof empty - 1);
+}
+
 static int kvw_submit(kvw_ctx *c);
 
 static void on_kvw(db_req *d)
@@ -495,20 +520,11 @@ static int kvw_submit(kvw_ctx *c)
 void api_kv_ops(http_req *r)
 {
     kvw_refusal why = {0};
-    if (!r->body || r->body_len == 0) {
-        http_respond_refusal(r, 400, "kv_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
-        return;
-    }
     json_doc d;
-    memset(&d, 0, sizeof d);
     /* root(0) → operations(1) → op(2) → field values(3) → getMany's keys(4); a value's insides
      * below that are validated, not tokenised */
-    json_opts o = {.token_depth = 4};
-    if (json_parse(&d, r->body, r->body_len, &o) < 0) {
-        http_respond_refusal(r, 400, "kv_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
-        json_doc_free(&d);
+    if (ops_body(r, &d, 4, "kv_invalid_body") < 0)
         return;
-    }
     kvw_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
@@ -519,11 +535,7 @@ void api_kv_ops(http_req *r)
         return;
     }
     if (c->n == 0) {
-        buf b;
-        buf_init(&b, 0);
-        buf_puts(&b, "{\"results\":[]}");
-        http_respond_json(r, 200, &b);
-        buf_free(&b);
+        no_results(r);
         return;
     }
     http_async(r);
@@ -602,18 +614,9 @@ static int lock_submit(lock_ctx *c)
 void api_locks(http_req *r)
 {
     kvw_refusal why = {0};
-    if (!r->body || r->body_len == 0) {
-        http_respond_refusal(r, 400, "lock_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
-        return;
-    }
     json_doc d;
-    memset(&d, 0, sizeof d);
-    json_opts o = {.token_depth = 3};
-    if (json_parse(&d, r->body, r->body_len, &o) < 0) {
-        http_respond_refusal(r, 400, "lock_invalid_body", "invalid_json", "Invalid JSON: %s", d.err);
-        json_doc_free(&d);
+    if (ops_body(r, &d, 3, "lock_invalid_body") < 0)
         return;
-    }
     lock_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
@@ -624,11 +627,7 @@ void api_locks(http_req *r)
         return;
     }
     if (c->n == 0) {
-        buf b;
-        buf_init(&b, 0);
-        buf_puts(&b, "{\"results\":[]}");
-        http_respond_json(r, 200, &b);
-        buf_free(&b);
+        no_results(r);
         return;
     }
     http_async(r);

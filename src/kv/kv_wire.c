@@ -43,26 +43,6 @@ static int refuse(kvw_refusal *why, const char *code, const char *reason, const 
     return -1;
 }
 
-/* A string token's text in the arena (NUL-terminated): 0, or -1 when it holds a NUL. */
-static int tok_text(const json_doc *d, int t, arena *ar, const char **out, size_t *len)
-{
-    const char *p;
-    size_t n;
-    if (json_str_span(d, t, &p, &n) == 0) {
-        *out = arena_strndup(ar, p, n);
-        *len = n;
-        return 0;
-    }
-    buf b;
-    buf_init(&b, 0);
-    json_str_decode(d, t, &b);
-    *len = b.len;
-    *out = arena_strndup(ar, b.data ? b.data : "", b.len);
-    int nul = b.len && memchr(b.data, '\0', b.len) != NULL;
-    buf_free(&b);
-    return nul ? -1 : 0;
-}
-
 /* A field name, printable in a sentence (cut at 64 bytes). */
 static void field_name(const json_doc *d, int k, char *out, size_t n)
 {
@@ -94,7 +74,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, kv
 /* A name (ns, key, prefix, after, a getMany key): 1 to max bytes, a string without NUL. */
 static int name_field(const json_doc *d, int t, arena *ar, size_t max, const char **out, size_t *len)
 {
-    if (json_type_of(d, t) != JSON_STRING || tok_text(d, t, ar, out, len) < 0)
+    if (json_type_of(d, t) != JSON_STRING || json_text_dup(ar, d, t, out, len) < 0)
         return -1;
     return *len >= 1 && *len <= max ? 0 : -1;
 }
@@ -476,7 +456,7 @@ static int has_control(const char *s, size_t n)
 
 static int lock_text(const json_doc *d, int t, arena *ar, size_t max, int no_hash, const char **out, size_t *len)
 {
-    if (json_type_of(d, t) != JSON_STRING || tok_text(d, t, ar, out, len) < 0)
+    if (json_type_of(d, t) != JSON_STRING || json_text_dup(ar, d, t, out, len) < 0)
         return -1;
     if (*len < 1 || *len > max || has_control(*out, *len) || (no_hash && memchr(*out, '#', *len)))
         return -1;

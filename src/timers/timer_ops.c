@@ -51,27 +51,6 @@ static int refuse(timer_refusal *why, const char *code, const char *reason, cons
     return -1;
 }
 
-/* A string token's text: 0, or -1 when it holds a NUL character (\u0000). Decoded into the
- * arena (NUL-terminated) when it has escapes or `copy`, else the source bytes themselves. */
-static int tok_text(const json_doc *d, int t, arena *ar, int copy, const char **out, size_t *len)
-{
-    const char *p;
-    size_t n;
-    if (json_str_span(d, t, &p, &n) == 0) {
-        *out = copy ? arena_strndup(ar, p, n) : p;
-        *len = n;
-        return 0;
-    }
-    buf b;
-    buf_init(&b, 0);
-    json_str_decode(d, t, &b);
-    *len = b.len;
-    *out = arena_strndup(ar, b.data ? b.data : "", b.len);
-    int nul = b.len && memchr(b.data, '\0', b.len) != NULL;
-    buf_free(&b);
-    return nul ? -1 : 0;
-}
-
 /* A string member: 1 present (into *out), 0 absent or null, -1 not a string or holding a NUL. */
 static int str_member(const json_doc *d, int obj, const char *name, arena *ar, const char **out, size_t *len)
 {
@@ -80,7 +59,7 @@ static int str_member(const json_doc *d, int obj, const char *name, arena *ar, c
         return 0;
     if (json_type_of(d, t) != JSON_STRING)
         return -1;
-    return tok_text(d, t, ar, 1, out, len) < 0 ? -1 : 1;
+    return json_text_dup(ar, d, t, out, len) < 0 ? -1 : 1;
 }
 
 /* A field name, printable in a sentence (cut at 64 bytes). */
@@ -178,7 +157,8 @@ static int decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_o
                       "%s: payload must be a string: the base64 of the message's JSON text", at);
     const char *text;
     size_t tlen;
-    if (tok_text(d, t, ar, 0, &text, &tlen) < 0)
+    /* without escapes the source bytes themselves (no copy of a large payload), else decoded */
+    if (json_str_span(d, t, &text, &tlen) != 0 && json_text_dup(ar, d, t, &text, &tlen) < 0)
         return refuse(why, "timer_invalid_payload", "not_base64", "%s: payload is not base64 (it holds a NUL character)", at);
     /* a frame of a payload that fits decompressed is at most ZSTD_compressBound of it */
     size_t cap = zstd ? ZSTD_compressBound(TIMER_PAYLOAD_MAX_BYTES) : TIMER_PAYLOAD_MAX_BYTES;
