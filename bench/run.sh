@@ -59,6 +59,17 @@ cpu_ticks() { if [ -n "$pid" ]; then awk '{print $14 + $15}' /proc/$pid/stat; el
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
 printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
+# One row of the table from a wrk run's output (its RESULT line): `num/den` units (messages,
+# ops) per request, shown with the suffix `unit`.
+row() {
+  local name=$1 conns=$2 batch=$3 num=$4 den=$5 unit=$6 out=$7 line secs reqs units
+  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
+  eval "$(sed 's/^RESULT //' <<<"$line")"
+  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
+  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
+  units=$(awk -v r="$requests" -v s="$secs" -v n="$num" -v m="$den" 'BEGIN {printf "%.0f", r*n/m/s}')
+  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$units$unit" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+}
 run() {
   local name=$1 conns=$2 batch=$3 queue=$4 random=${5:-0}
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
@@ -66,14 +77,7 @@ run() {
   RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d2s -s bench/push.lua "$url" >/dev/null 2>&1 || true
   local out
   out=$(RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push.lua "$url" 2>&1)
-  local line
-  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
-  eval "$(sed 's/^RESULT //' <<<"$line")"
-  local secs reqs msgs
-  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
-  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
-  msgs=$(awk -v r="$requests" -v s="$secs" -v b="$batch" 'BEGIN {printf "%.0f", r*b/s}')
-  printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  row "$name" "$conns" "$batch" "$batch" 1 "" "$out"
 }
 
 run push-batch1-1conn 1 1 bench_b1c1
@@ -86,19 +90,13 @@ run push-batch100-16conn 16 100 bench_b100c16
 run_bin() {
   local name=$1 conns=$2 batch=$3 queue=$4 frames=$5
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
-  local body out line
+  local body out
   body=$(mktemp /tmp/queen-bench-qpb-XXXXXX)
   QUEUE=$queue BATCH=$batch PARTS=10 FRAMES=$frames build/venv/bin/python bench/qpb_body.py "$body"
   BODY_FILE=$body wrk -t1 -c"$conns" -d2s -s bench/push-binary.lua "$url" >/dev/null 2>&1 || true
   out=$(BODY_FILE=$body wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push-binary.lua "$url" 2>&1)
   rm -f "$body"
-  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
-  eval "$(sed 's/^RESULT //' <<<"$line")"
-  local secs reqs msgs
-  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
-  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
-  msgs=$(awk -v r="$requests" -v s="$secs" -v b="$batch" 'BEGIN {printf "%.0f", r*b/s}')
-  printf '%-36s %5d %5d %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$msgs" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  row "$name" "$conns" "$batch" "$batch" 1 "" "$out"
 }
 run_bin push-qpb1-batch100-16conn 16 100 bench_qpb_b100c16 0
 run_bin push-qpb1-frames-batch100-16conn 16 100 bench_qpbz_b100c16 1
@@ -195,15 +193,9 @@ run_kv() {
   curl -sf -X POST "$url/api/v1/kv/batch" -H 'content-type: application/json' \
     -d "{\"namespace\":\"bench\",\"ops\":[$ops]}" >/dev/null || { echo "seeding the KV keys failed" >&2; return 1; }
   RUN="w$$" SEEDS=$seeds wrk -t1 -c"$conns" -d2s -s bench/kv.lua "$url" >/dev/null 2>&1 || true
-  local out line
+  local out
   out=$(RUN="m$$" SEEDS=$seeds wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/kv.lua "$url" 2>&1)
-  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
-  eval "$(sed 's/^RESULT //' <<<"$line")"
-  local secs reqs kvops
-  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
-  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
-  kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
-  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  row "$name" "$conns" - 5 3 " ops" "$out"
 }
 
 run_kv kv-putifabsent-get-batch 16
@@ -226,15 +218,9 @@ run_kv2() {
   curl -sf -X POST "$url/api/v1/kv" -H 'content-type: application/json' \
     -d "{\"operations\":[$ops]}" >/dev/null || { echo "seeding the 2.x KV keys failed" >&2; return 1; }
   RUN="w$$" SEEDS=$seeds wrk -t1 -c"$conns" -d2s -s bench/kv2.lua "$url" >/dev/null 2>&1 || true
-  local out line
+  local out
   out=$(RUN="m$$" SEEDS=$seeds wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/kv2.lua "$url" 2>&1)
-  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
-  eval "$(sed 's/^RESULT //' <<<"$line")"
-  local secs reqs kvops
-  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
-  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
-  kvops=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r*5/3/s}')
-  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$kvops ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  row "$name" "$conns" - 5 3 " ops" "$out"
 }
 run_kv2 kv2-putifabsent-get-batch-required 16
 
@@ -250,14 +236,9 @@ run_locks() {
     printf '%-36s skipped: POST /api/v1/locks answered %s: no locks\n' "$name" "$probe"
     return 0
   fi
-  local out line
+  local out
   out=$(RUN="l$$" wrk -t"$conns" -c"$conns" -d"${duration}s" --latency -s bench/locks.lua "$url" 2>&1)
-  line=$(grep '^RESULT' <<<"$out") || { echo "$out"; return 1; }
-  eval "$(sed 's/^RESULT //' <<<"$line")"
-  local secs reqs
-  secs=$(awk -v d="$duration_us" 'BEGIN {print d/1e6}')
-  reqs=$(awk -v r="$requests" -v s="$secs" 'BEGIN {printf "%.0f", r/s}')
-  printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "-" "$reqs" "$reqs ops" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
+  row "$name" "$conns" - 1 1 " ops" "$out"
 }
 run_locks locks-acquire-renew-release 16
 
