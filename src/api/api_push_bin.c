@@ -15,17 +15,21 @@
 #include "core/uuid.h"
 #include "storage/qpb.h"
 
-int api_push_is_binary(http_req *r)
+/* Content-Type: application/x-queen-push (parameters allowed), the type of both binary bodies */
+static int binary_content_type(http_req *r)
 {
     const char *ct = http_header(r, "content-type");
-    if (ct) {
-        size_t n = strlen(QPB_CONTENT_TYPE);
-        while (*ct == ' ')
-            ct++;
-        if (strncasecmp(ct, QPB_CONTENT_TYPE, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
-            return 1;
-    }
-    return qpb_is(r->body, r->body_len);
+    if (!ct)
+        return 0;
+    size_t n = strlen(QPB_CONTENT_TYPE);
+    while (*ct == ' ')
+        ct++;
+    return strncasecmp(ct, QPB_CONTENT_TYPE, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+int api_push_is_binary(http_req *r)
+{
+    return binary_content_type(r) || qpb_is(r->body, r->body_len);
 }
 
 /* flag 2: {"count","queued","duplicate","error"} — error counts the items that failed, which
@@ -134,15 +138,7 @@ void api_push_binary(http_req *r)
 
 int api_txn_is_binary(http_req *r)
 {
-    const char *ct = http_header(r, "content-type");
-    if (ct) {
-        size_t n = strlen(QPB_CONTENT_TYPE);
-        while (*ct == ' ')
-            ct++;
-        if (strncasecmp(ct, QPB_CONTENT_TYPE, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' '))
-            return 1;
-    }
-    return qtb_is(r->body, r->body_len);
+    return binary_content_type(r) || qtb_is(r->body, r->body_len);
 }
 
 /* The QTB1 body becomes the JSON transaction it stands for: the head's members, its operations,

@@ -48,3 +48,20 @@ test('an ephemeral long poll whose client left takes nothing, even with autoAck'
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.json.messages.map((m) => m.payload), [7], 'the message was committed into a closed socket');
 });
+
+test('SIGTERM answers a parked ephemeral pop at once (docs/ephemeral.md)', async () => {
+  const own = await startQueen();
+  try {
+    const t0 = Date.now();
+    const parked = get(own.url, '/api/v1/ephemeral/pop?queue=term&wait=true&timeout=30000');
+    await sleep(300);
+    const stopping = own.stop();
+    const r = await parked;
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.json.messages, []);
+    assert.ok(Date.now() - t0 < 10000, `answered after ${Date.now() - t0} ms`);
+    await stopping;
+  } finally {
+    rmrf(own.data);
+  }
+});
