@@ -1305,6 +1305,13 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
         ret = -1;
         goto out;
     }
+    /* sink pushes are pushes: a cluster that may not push (push_blocked, at its storage
+     * ceiling) has the cycle refused as /api/v1/push would be; a cycle without pushes (state,
+     * ack) goes on, so its consumers drain (docs/control-plane.md) */
+    if (nitems > 0 && api_cp_push_refused(r)) {
+        ret = -1;
+        goto out;
+    }
     push_req *pr = &c->pr;
     memcpy(pr->tenant, r->tenant, 16);
     if (r->subject) {
