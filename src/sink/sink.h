@@ -30,12 +30,16 @@ typedef struct s3_node_opts {
     int64_t statement_timeout_ms;
     int64_t connect_timeout_ms;
     const char *node_id;
+    int control_plane;          /* run the control plane's tenant sinks (the embedded proxy is on) */
 } s3_node_opts;
 
 /* knobs is taken over (freed by s3_node_free). */
 s3_node *s3_node_new(const s3_node_opts *o, s3_node_knobs *knobs);
 /* Adds a sink; the config is taken over. Logs its start line. Before s3_node_start only. */
 void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source);
+/* Asks the keeper to read the control plane's tenant sinks now (a control-plane write on this
+ * node). Any thread; n may be NULL. */
+void s3_node_poke(s3_node *n);
 /* Starts the threads. 0, or -1 (a thread could not be created; logged). */
 int s3_node_start(s3_node *n);
 /* Begins the drain (idempotent). */
