@@ -9,6 +9,7 @@ CREATE OR REPLACE FUNCTION queen.cp_s3_put_v1(p_name text, p_enabled boolean, p_
 RETURNS TABLE (tenant_id uuid, has_sink boolean, enabled boolean, config text, secret_set boolean,
                updated_at_us bigint)
 LANGUAGE plpgsql AS $$
+#variable_conflict use_column
 DECLARE
     v_tenant uuid;
     v_now    timestamptz := clock_timestamp();
