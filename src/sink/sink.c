@@ -700,9 +700,15 @@ static void cp_read(s3_node *n, sinkdb *db)
     sinkdb_cp_row *rows;
     int nr;
     if (sinkdb_cp_sinks(db, &rows, &nr) < 0) {
+        /* status shows a sentence of its own (no answer carries PostgreSQL's text); the log
+         * has the database's */
+        const char *what = db->c ? "cannot read the control plane's sinks: the query failed (the node's log has the "
+                                   "details); the tenant sinks stay as they are"
+                                 : "cannot read the control plane's sinks: PostgreSQL is unreachable; the tenant sinks "
+                                   "stay as they are";
         pthread_mutex_lock(&n->mu);
-        int repeat = strcmp(n->cp_error, db->err) == 0;
-        snprintf(n->cp_error, sizeof n->cp_error, "%s", db->err);
+        int repeat = strcmp(n->cp_error, what) == 0;
+        snprintf(n->cp_error, sizeof n->cp_error, "%s", what);
         pthread_mutex_unlock(&n->mu);
         if (!repeat)
             log_warn(S3_LOG, "%s; the tenant sinks stay as they are", db->err);

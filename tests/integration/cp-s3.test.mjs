@@ -288,6 +288,20 @@ describe('a bucket per tenant', () => {
     assert.match(m, new RegExp(`queen_s3_s3_requests_total\\{operation="put",code="200",tenant="${TA}"\\}`));
     assert.match(m, new RegExp(`queen_s3_queues_given_back_total\\{tenant="${TA}"\\} 0`));
     for (const line of m.split('\n').filter((x) => /^queen_s3_/.test(x))) assert.match(line, /tenant="/, line);
+
+    // the last error reading the rows, then null again once a read works; the sinks carry on
+    pg.psql('ALTER FUNCTION queen.cp_s3_sinks_v1() RENAME TO cp_s3_sinks_v1_gone');
+    try {
+      await cp.put('/clusters/acme/status', { status: 'active' }); // a control-plane write asks for a read now
+      const e = await until(async () => (await get(n1.url, '/status')).json.s3.controlPlaneError, 8000, 'controlPlaneError');
+      assert.match(e, /^cannot read the control plane's sinks: the query failed/);
+      assert.doesNotMatch(e, /does not exist|cp_s3_sinks_v1/, 'no PostgreSQL text in an answer');
+      assert.equal((await sinkOf(n1, TA)).phase, 'running');
+    } finally {
+      pg.psql('ALTER FUNCTION queen.cp_s3_sinks_v1_gone() RENAME TO cp_s3_sinks_v1');
+    }
+    await cp.put('/clusters/acme/status', { status: 'active' });
+    await until(async () => (await get(n1.url, '/status')).json.s3.controlPlaneError === null, 8000, 'controlPlaneError null');
   });
 
   test('disabled keeps the row and stops the sink; DELETE removes the sink, never an object; purge removes it too', async () => {
@@ -308,6 +322,16 @@ describe('a bucket per tenant', () => {
     assert.equal(r.status, 200, r.text);
     await until(async () => !(await sinkOf(n1, TB)), 8000, "beta's sink gone after the purge");
     assert.equal((await cp.get('/clusters/beta/s3')).json.code, 's3_not_found');
+    // deleting the cluster removes its sink too
+    r = await cp.put('/clusters/beta/s3', settings({ secretKey: 'S3RVER' }), p2);
+    assert.equal(r.status, 200, r.text);
+    await until(async () => (await sinkOf(n2, TB))?.phase === 'running', 8000, "beta's sink again", n2);
+    r = await cp.del('/clusters/beta', p2);
+    assert.equal(r.status, 200, r.text);
+    await until(async () => !(await sinkOf(n2, TB)), 8000, "beta's sink gone after the delete", n2);
+    await until(async () => !(await sinkOf(n1, TB)), 8000, "beta's sink gone from node 1 after the delete");
+    assert.equal(pg.psql("SELECT count(*) FROM queen.kv WHERE tenant_id = '00000000-0000-0000-0000-000000000002'"), '0',
+      'no sealed secret left behind');
     assert.equal((await s3.list('queen/')).length, objects, 'no object deleted');
   });
 });
