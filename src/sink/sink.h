@@ -9,6 +9,10 @@
  * libuv loop, and the loop reads the sink only through the status and metrics renderers,
  * which take the sink's lock for a copy.
  *
+ * With opts.control_plane the keeper also runs the control plane's tenant sinks, read from
+ * their rows every five seconds (or at once after s3_node_poke) and added, rebuilt and stopped
+ * at run time (docs/s3-sink.md, "Sinks at run time").
+ *
  * Lifecycle: s3_node_new (nothing runs), s3_node_add_sink per sink (takes the config),
  * s3_node_start (threads start; the bucket is probed before any queue starts),
  * s3_node_stop at SIGTERM (the drain of "Stopping": every queue stops reading, finishes a

@@ -5,6 +5,9 @@
  * Ownership and locks:
  *  - s3_node owns its sinks and every task; node->mu guards the task list, every task's
  *    scheduling fields and status snapshot (t->st), and each sink's reported fields.
+ *  - Sinks change at run time only on the keeper thread (the control plane's tenant sinks:
+ *    added, retired, freed once every task of theirs is finished and none runs); every change of
+ *    n->sinks / n->tasks is made under node->mu, so the keeper alone may read them without it.
  *  - A task runs on one worker at a time (t->running, under node->mu); everything in the
  *    "private" part of s3_qtask is touched only by the worker running it, without a lock.
  *  - t->lease_mu serialises every write of the task's lease row: the worker's fenced batches
