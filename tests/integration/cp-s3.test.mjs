@@ -141,6 +141,8 @@ describe('a bucket per tenant', () => {
       [settings({ secretKey: secret, color: 'red' }), 'unknown_field'],
       [settings({ secretKey: secret, maxWindowMs: 50 }), 's3_invalid_setting'],
       [settings({ secretKey: secret, format: 'csv' }), 's3_invalid_setting'],
+      [settings({ secretKey: secret, enabled: 'yes' }), 's3_invalid_setting'],
+      [settings({ secretKey: secret, targetMb: 'big' }), 's3_invalid_setting'],
       [settings({ secretKey: secret, endpoint: 'ftp://x' }), 's3_invalid_setting'],
       [settings({ secretKey: secret, queues: Array.from({ length: 1300 }, (_, i) => `queue-with-a-long-name-${i}`) }), 's3_too_large'],
       [[1, 2], 'invalid_request'],
