@@ -234,7 +234,13 @@ describe('a bucket per tenant', () => {
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.secretKeySet, true);
     assert.ok(r.json.updatedAt > before.json.updatedAt);
-    assert.equal((await pushAs(a.token, items(7, 3, 'a'))).status, 201);
+    // records keep arriving across two more rebuilds, one while a window is open
+    assert.equal((await pushAs(a.token, items(7, 1, 'a'))).status, 201);
+    assert.equal((await cp.put('/clusters/acme/s3', settings())).status, 200);
+    assert.equal((await pushAs(a.token, items(8, 1, 'a'))).status, 201);
+    await sleep(700);
+    assert.equal((await cp.put('/clusters/acme/s3', settings())).status, 200);
+    assert.equal((await pushAs(a.token, items(9, 1, 'a'))).status, 201);
     const recs = await until(async () => {
       const l = await lake(TA);
       return l.length >= 10 && l;
