@@ -248,7 +248,7 @@ static cp_op *op_new(http_req *r, int kind, const char *name)
 static void refresh_and_answer(cp_op *op)
 {
     app *a = op->r->app;
-    if (op->kind != OP_SHOW || strcmp(op->r->method, "GET") != 0)
+    if (strcmp(op->r->method, "GET") != 0)
         s3_node_poke(a->s3); /* a status, purge or delete reaches this node's tenant sinks at once */
     http_async(op->r);
     cp_node_refresh(a->cp, on_refreshed, op);

@@ -183,6 +183,7 @@ describe('a bucket per tenant', () => {
     assert.equal(s.source, 'cp');
     assert.equal(s.phase, 'backoff');
     assert.match(s.bucket.error, /HTTP 403/);
+    for (const n of [n1, n2]) assert.ok(!(await get(n.url, '/status')).text.includes(WRONG), 'no secret in /status');
     assert.equal((await s3.list(`queen/tenant=${TA}/`)).length, 0);
 
     r = await cp.put('/clusters/acme/s3', settings({ secretKey: 'S3RVER' }));
