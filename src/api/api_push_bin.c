@@ -146,6 +146,13 @@ void api_push_binary(http_req *r)
         for (uint32_t g = 0; g < body.groups; g++) {
             const qpb_zgroup *zg = &body.zgroups[g];
             zf[g] = (push_zframe){zg->z, zg->zlen, &pr->items[zg->first], zg->n};
+            /* a frame without a transactionId would be handed out by the framed pop without one
+             * (the 2.x client always sends one): such a group is re-encoded */
+            int all_txn = 1;
+            for (uint32_t i = 0; i < zg->n; i++)
+                all_txn &= body.items[zg->first + i].txn_len > 0;
+            if (!all_txn)
+                continue;
             for (uint32_t i = 0; i < zg->n; i++)
                 pr->items[zg->first + i].zf = &zf[g];
         }

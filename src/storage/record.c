@@ -241,6 +241,9 @@ static int chunk_enter(seg_reader *s)
         }
         s->producer = h.producer;
         s->producer_len = h.producer_len;
+        s->zsrc = h.body;
+        s->zsrc_len = h.body_len;
+        s->zcount = h.count;
         return chunk_inflate(s, &h);
     }
 }
@@ -284,6 +287,10 @@ static int zframe_next(seg_reader *s, record_view *v)
     }
     v->payload = (const char *)txn + tlen;
     v->payload_len = (size_t)(fend - (txn + tlen));
+    v->zchunk = s->zsrc;
+    v->zchunk_len = s->zsrc_len;
+    v->zcount = s->zcount;
+    v->zindex = s->zcount - s->chunk_left;
     return 0;
 }
 

@@ -68,6 +68,10 @@ typedef struct record_view {
     size_t producer_len;
     const char *payload;
     size_t payload_len;
+    /* inside a codec-1 zstd chunk: the chunk as stored, and this record's index in it */
+    const uint8_t *zchunk;
+    size_t zchunk_len;
+    uint32_t zcount, zindex;
 } record_view;
 
 typedef struct seg_mem seg_mem;
@@ -85,6 +89,9 @@ typedef struct seg_reader {
     size_t producer_len;
     uint64_t skip_below;    /* whole zstd chunks below this offset are passed without inflating */
     seg_mem *mem;           /* inflated chunks, freed by seg_reader_done */
+    const uint8_t *zsrc;    /* the current zstd chunk's frame as stored */
+    size_t zsrc_len;
+    uint32_t zcount;
 } seg_reader;
 
 /* A zstd chunk as stored (codec 1): what the framed pop can hand out unchanged. */
