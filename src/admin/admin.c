@@ -250,7 +250,7 @@ static int zref_to_record(const uint8_t *rec, size_t len, buf *scratch)
 {
     const uint8_t *p = rec + 1, *end = rec + len;
     uint64_t index, count;
-    if (varint_get(&p, end, &index) < 0 || p >= end || *p != CHUNK_ZFRAMES)
+    if (varint_get(&p, end, &index) < 0 || p >= end || (*p != CHUNK_ZFRAMES && *p != CHUNK_ZFRAMES_ANON))
         return -1;
     const uint8_t *q = p + 1;
     if (varint_get(&q, end, &count) < 0 || index >= count || count > UINT32_MAX)

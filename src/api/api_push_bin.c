@@ -145,14 +145,12 @@ void api_push_binary(http_req *r)
         push_zframe *zf = arena_alloc(&r->ar, body.groups * sizeof *zf);
         for (uint32_t g = 0; g < body.groups; g++) {
             const qpb_zgroup *zg = &body.zgroups[g];
-            zf[g] = (push_zframe){zg->z, zg->zlen, &pr->items[zg->first], zg->n};
             /* a frame without a transactionId would be handed out by the framed pop without one
-             * (the 2.x client always sends one): such a group is re-encoded */
+             * (the 2.x client always sends one): such a chunk is stored, but re-framed at pop */
             int all_txn = 1;
             for (uint32_t i = 0; i < zg->n; i++)
                 all_txn &= body.items[zg->first + i].txn_len > 0;
-            if (!all_txn)
-                continue;
+            zf[g] = (push_zframe){zg->z, zg->zlen, &pr->items[zg->first], zg->n, !all_txn};
             for (uint32_t i = 0; i < zg->n; i++)
                 pr->items[zg->first + i].zf = &zf[g];
         }

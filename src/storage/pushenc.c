@@ -86,7 +86,7 @@ static void encode_chunked(const push_group *g, buf *seg, buf *recs, uint64_t *b
         const push_zframe *zf = it->zf;
         for (uint32_t j = 1; j < zf->n; j++)
             *bytes += g->items[k + j]->payload_len;
-        segment_chunk_zframes(seg, zf->n, it->req->producer, it->req->producer_len, zf->z, zf->zlen);
+        segment_chunk_zframes(seg, zf->n, it->req->producer, it->req->producer_len, zf->z, zf->zlen, zf->anon);
         k += zf->n;
     }
     if (nrec)

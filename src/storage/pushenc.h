@@ -26,6 +26,7 @@ typedef struct push_zframe {
     size_t zlen;
     struct push_item *first;
     uint32_t n;
+    int anon; /* some frames carry no transactionId */
 } push_zframe;
 
 typedef struct push_item {

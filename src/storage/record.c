@@ -142,14 +142,14 @@ static int chunk_peek(const seg_reader *s, chunk_head *h)
     if (p >= s->cend)
         return -1;
     h->kind = *p++;
-    if (h->kind != CHUNK_RECORDS && h->kind != CHUNK_ZFRAMES)
+    if (h->kind != CHUNK_RECORDS && h->kind != CHUNK_ZFRAMES && h->kind != CHUNK_ZFRAMES_ANON)
         return -1;
     if (varint_get(&p, s->cend, &count) < 0 || count == 0 || count > s->remaining)
         return -1;
     h->count = (uint32_t)count;
     h->producer = NULL;
     h->producer_len = 0;
-    if (h->kind == CHUNK_ZFRAMES) {
+    if (h->kind != CHUNK_RECORDS) {
         if (varint_get(&p, s->cend, &n) < 0 || n > (uint64_t)(s->cend - p))
             return -1;
         if (n) {
@@ -198,7 +198,7 @@ int seg_reader_zchunk(seg_reader *s, seg_zchunk *z)
     chunk_head h;
     if (chunk_peek(s, &h) < 0)
         return -1;
-    if (h.kind != CHUNK_ZFRAMES)
+    if (h.kind == CHUNK_RECORDS)
         return 0;
     z->base_offset = s->next_offset;
     z->count = h.count;
@@ -241,7 +241,7 @@ static int chunk_enter(seg_reader *s)
         }
         s->producer = h.producer;
         s->producer_len = h.producer_len;
-        s->zsrc = h.body;
+        s->zsrc = h.kind == CHUNK_ZFRAMES ? h.body : NULL; /* only these go out as stored */
         s->zsrc_len = h.body_len;
         s->zcount = h.count;
         return chunk_inflate(s, &h);
@@ -288,7 +288,7 @@ static int zframe_next(seg_reader *s, record_view *v)
     v->payload = (const char *)txn + tlen;
     v->payload_len = (size_t)(fend - (txn + tlen));
     v->zchunk = s->zsrc;
-    v->zchunk_len = s->zsrc_len;
+    v->zchunk_len = s->zsrc ? s->zsrc_len : 0;
     v->zcount = s->zcount;
     v->zindex = s->zcount - s->chunk_left;
     return 0;
@@ -407,9 +407,9 @@ int segment_chunk_records(buf *out, uint32_t count, const void *records, size_t 
 }
 
 int segment_chunk_zframes(buf *out, uint32_t count, const char *producer, size_t producer_len, const void *z,
-                          size_t zlen)
+                          size_t zlen, int anon)
 {
-    buf_putc(out, CHUNK_ZFRAMES);
+    buf_putc(out, anon ? CHUNK_ZFRAMES_ANON : CHUNK_ZFRAMES);
     buf_put_varint(out, count);
     buf_put_varint(out, producer ? producer_len : 0);
     if (producer && producer_len)

@@ -11,6 +11,7 @@
  *   segment := 0x02 chunk*
  *   chunk   := 0x00 count:varint len:varint records      count records as in codec 0
  *            | 0x01 count:varint plen:varint producer zlen:varint z
+ *            | 0x02 ... as 0x01, some frames without a transactionId
  *   z       := one zstd frame (content size in its header) of count frames, each
  *              u32le body_len | u8 0 | 16-byte message id | u16le len + transactionId | payload
  * A frame with an empty transactionId reads back with its message id as the transactionId
@@ -30,6 +31,7 @@
 #define SEGMENT_CHUNKED 2 /* codec 1: chunks of records and of producer zstd frames */
 #define CHUNK_RECORDS 0
 #define CHUNK_ZFRAMES 1
+#define CHUNK_ZFRAMES_ANON 2 /* the same, with frames without a transactionId (not handed out as stored) */
 /* the most a zstd chunk may inflate to (a push body is at most QUEEN_MAX_BODY_BYTES) */
 #define CHUNK_MAX_RAW (256u << 20)
 /* the smallest producer frame: u32 + u8 + 16 + u16 + a 1-byte payload */
@@ -129,9 +131,10 @@ int segment_is_chunked(const uint8_t *data, size_t len);
 void segment_begin_chunked(buf *out);
 /* count records already encoded by record_encode (without a codec byte) */
 int segment_chunk_records(buf *out, uint32_t count, const void *records, size_t len);
-/* a producer's zstd frame of count frames, as sent (validated by the caller) */
+/* a producer's zstd frame of count frames, as sent (validated by the caller); anon: some frames
+ * carry no transactionId (read back with their message id's text as one) */
 int segment_chunk_zframes(buf *out, uint32_t count, const char *producer, size_t producer_len, const void *z,
-                          size_t zlen);
+                          size_t zlen, int anon);
 /* Re-encodes a segment of either codec as codec 0 (out is reset first). 0, or -1 corrupt. */
 int segment_to_records(const uint8_t *data, size_t len, uint32_t count, buf *out);
 

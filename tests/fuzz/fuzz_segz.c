@@ -178,7 +178,7 @@ static void generate(const uint8_t *data, size_t size)
             buf_reserve(&z, cap);
             size_t zn = ZSTD_compress(z.data, cap, raw.data, raw.len, 1);
             CHECK(!ZSTD_isError(zn));
-            segment_chunk_zframes(&seg, c, producer, producer ? 3 : 0, z.data, zn);
+            segment_chunk_zframes(&seg, c, producer, producer ? 3 : 0, z.data, zn, (ctl >> 4) & 1);
         } else {
             segment_chunk_records(&seg, c, recs.data, recs.len);
         }

@@ -500,7 +500,7 @@ static void build_mixed(buf *seg, buf *z)
     buf_reset(seg);
     segment_begin_chunked(seg);
     segment_chunk_records(seg, 2, recs.data, recs.len);
-    segment_chunk_zframes(seg, 3, "svc", 3, z->data, z->len);
+    segment_chunk_zframes(seg, 3, "svc", 3, z->data, z->len, 1);
     buf_reset(&recs);
     record_encode(&recs, &c);
     segment_chunk_records(seg, 1, recs.data, recs.len);
@@ -531,6 +531,7 @@ static void expect_mixed(const record_view *v, int i)
         assert_true(v->flags & REC_PRODUCER);
         assert_int_equal(v->producer_len, 3);
         assert_memory_equal(v->producer, "svc", 3);
+        assert_null(v->zchunk); /* a chunk with frames without a transactionId never goes out as stored */
         if (txns[i])
             assert_true(v->flags & REC_TXN_PRODUCER);
     }
@@ -707,7 +708,7 @@ static void test_codec1_corrupt(void **state)
     assert_false(ZSTD_isError(zn));
     ZSTD_freeCCtx(cc);
     segment_begin_chunked(&sized);
-    segment_chunk_zframes(&sized, 1, NULL, 0, z.data, zn);
+    segment_chunk_zframes(&sized, 1, NULL, 0, z.data, zn, 0);
     assert_int_equal(seg_reader_init(&s, (const uint8_t *)sized.data, sized.len, 0, 1), 0);
     assert_int_equal(seg_reader_next(&s, &v), -1);
     seg_reader_done(&s);

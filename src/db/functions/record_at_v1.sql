@@ -30,7 +30,7 @@ BEGIN
             v := queen.varint_v1(v_data, pos + 1);
             cnt := v.val;
             pos := v.next;
-            IF kind = 1 THEN
+            IF kind >= 1 THEN
                 v := queen.varint_v1(v_data, pos);
                 pos := v.next + v.val::integer;
             END IF;
@@ -40,7 +40,7 @@ BEGIN
             EXIT WHEN p_off < v_base + cnt;
             v_base := v_base + cnt;
         END LOOP;
-        IF kind = 1 THEN
+        IF kind >= 1 THEN
             idx := p_off - v_base;
             LOOP
                 IF idx < 128 THEN
