@@ -73,6 +73,9 @@ enum scy_col { STREAMS_CYCLE_V1_COLUMNS(DB_COL_ENUM) SCY_NCOLS };
  * partition_id = the client's count (NULL without), queue_id = the source partition's id,
  * qname = the source queue (NULL when the partition is unknown) */
 #define SCY_ROW_SUMMARY 5
+/* a flush replayed with its windows open again (step 0): per delete, idx = the op's index
+ * (1-based), off = the row's created_us (-1 when absent); nothing was written */
+#define SCY_ROW_INCARNATION 7
 enum scy_flag { SCY_LEASE_RELEASED = 1, SCY_DLQ = 2, SCY_COUNT_DIFFERS = 4, SCY_REPLAY = 8 };
 
 /* queen.streams_cycles_v1: streams_cycle_v1's rows tagged with the element, and per failed
