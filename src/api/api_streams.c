@@ -1,6 +1,6 @@
 /* api_streams.c — the broker side of streams, /streams/v1/… (docs/streams.md): registering,
  * listing, reading and dropping queries, the cycle (state ops + sink pushes + source ack in one
- * transaction, queen.streams_cycle_v1) and state reads. Bodies and answers are the earlier
+ * transaction, queen.streams_cycle_v2) and state reads. Bodies and answers are the earlier
  * release's (its JS SDK and the 2.x Python runtime speak them unchanged); sink pushes are
  * encoded exactly as POST /api/v1/push encodes them (push_item_parse_or_respond, push_enc:
  * sealing, the producer stamp), and every sink item without a transactionId gets one derived
@@ -575,6 +575,7 @@ typedef struct sg_ctx {
     http_req *http;
     app *a;
     int partitions_mode;
+    int versions; /* "versions": true: each row carries its version (our SDKs send it back) */
     char tenant[37], query[37], part[37], since[24], ripe[40];
     pgarray keys;
     const char *values[6];
@@ -619,6 +620,8 @@ static void sg_done(db_req *d)
             buf_append(&b, PQgetvalue(res, i, SSG_VALUE), (size_t)PQgetlength(res, i, SSG_VALUE));
             buf_puts(&b, ",\"updated_at\":");
             iso_or_null(&b, res, i, SSG_UPDATED);
+            if (c->versions)
+                buf_printf(&b, ",\"version\":%lld", (long long)db_get_i64(res, i, SSG_UPDATED));
             buf_putc(&b, '}');
         }
         buf_puts(&b, "]}");
@@ -634,7 +637,7 @@ void api_streams_state_get(http_req *r)
     if (api_parse_body_or_respond(r, &d, 3) < 0)
         return;
     static const char *const known[] = {"query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before",
-                                        "touched_within_ms", NULL};
+                                        "touched_within_ms", "versions", NULL};
     uuid q, p;
     if (required_uuid(r, &d, "query_id", &q) < 0 || refuse_unknown(r, &d, 0, known, NULL) < 0) {
         json_doc_free(&d);
@@ -644,6 +647,14 @@ void api_streams_state_get(http_req *r)
     memset(c, 0, sizeof *c);
     c->http = r;
     c->a = r->app;
+    int vt = json_get(&d, 0, "versions");
+    if (vt >= 0 && json_type_of(&d, vt) != JSON_NULL && json_type_of(&d, vt) != JSON_TRUE &&
+        json_type_of(&d, vt) != JSON_FALSE) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "versions must be a boolean");
+        return;
+    }
+    c->versions = vt >= 0 && json_type_of(&d, vt) == JSON_TRUE;
     format_uuid_text(r->tenant, c->tenant);
     uuid_format(&q, c->query);
     c->values[0] = c->tenant;
@@ -746,7 +757,7 @@ void api_streams_state_get(http_req *r)
 
 /* ------------------------------------------------------------------ POST /streams/v1/cycle */
 
-#define CY_PARAMS 25
+#define CY_PARAMS 26
 #define CY_MAX_ATTEMPTS 5
 #define CY_BATCH_MAX 100
 
@@ -757,7 +768,7 @@ typedef struct cy_ctx {
     uuid query, part;
     char tenant[37], query_s[37], part_s[37];
     const char *group;
-    pgarray ops[3];
+    pgarray ops[4]; /* types, keys, values, versions */
     uint32_t nops;
     push_req pr;
     push_enc enc;
@@ -788,7 +799,7 @@ static void cy_free(cy_ctx *c)
     if (c->enc_init)
         push_enc_free(&c->enc);
     c->enc_init = 0;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pgarray_free(&c->ops[k]);
 }
 
@@ -796,11 +807,11 @@ static void cy_encode(cy_ctx *c)
 {
     push_enc_build(&c->enc, &c->pr, pusher_dedup_window_us(c->a->push));
     for (int k = 0; k < PUSH_PARAMS; k++) {
-        c->values[7 + k] = c->enc.values[k];
-        c->lengths[7 + k] = c->enc.lengths[k];
-        c->formats[7 + k] = c->enc.formats[k];
+        c->values[8 + k] = c->enc.values[k];
+        c->lengths[8 + k] = c->enc.lengths[k];
+        c->formats[8 + k] = c->enc.formats[k];
     }
-    c->values[24] = c->replay ? "true" : "false";
+    c->values[25] = c->replay ? "true" : "false";
 }
 
 static void cy_failure_json(const cy_ctx *c, buf *b, const char *msg)
@@ -912,7 +923,7 @@ static int cy_sealed_again(cy_ctx *c, const push_group *refused)
         return 0;
     }
     if (++c->refusals > (int)c->enc.ngroups + 1) {
-        cy_fail(c, NULL, "streams_cycle_v1 kept refusing sealed records as not sealed");
+        cy_fail(c, NULL, "streams_cycle_v2 kept refusing sealed records as not sealed");
         return 0;
     }
     for (uint32_t i = 0; i < c->pr.n; i++)
@@ -934,7 +945,7 @@ static int cy_apply(cy_ctx *c, PGresult *res, int col, int32_t val, int summary_
     if (dups) {
         c->replay = 1;
         if (++c->resubmits > (int)c->pr.n + 1) {
-            cy_fail(c, NULL, "streams_cycle_v1 kept finding duplicates");
+            cy_fail(c, NULL, "streams_cycle_v2 kept finding duplicates");
             return 0;
         }
         return 1;
@@ -1000,7 +1011,7 @@ static void cy_done(db_req *d)
                 return;
             api_respond_db_error(r, d);
         } else {
-            http_respond_error(r, 500, "streams_cycle_v1 kept refusing sealed records as not sealed");
+            http_respond_error(r, 500, "streams_cycle_v2 kept refusing sealed records as not sealed");
         }
         buf_free(&c->answer);
         cy_free(c);
@@ -1101,6 +1112,10 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
             pgarray_add_null(&c->ops[2]);
         else
             pgarray_add(&c->ops[2], op->value, op->value_len);
+        if (op->has_version)
+            pgarray_add_i64(&c->ops[3], op->version);
+        else
+            pgarray_add_null(&c->ops[3]);
     }
     c->nops = q->nops;
     push_req *pr = &c->pr;
@@ -1148,38 +1163,39 @@ static cy_ctx *cy_new(http_req *r, uint32_t elem)
     buf_init(&c->answer, 0);
     for (int k = 0; k < 3; k++)
         pgarray_begin(&c->ops[k], OID_TEXT);
+    pgarray_begin(&c->ops[3], OID_INT8);
     return c;
 }
 
-/* Fills the element's parameters of streams_cycle_v1 (and its encoder). */
+/* Fills the element's parameters of streams_cycle_v2 (and its encoder). */
 static void cy_prepare(cy_ctx *c)
 {
     http_req *r = c->http;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pgarray_finish(&c->ops[k]);
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
     c->values[1] = c->query_s;
     c->values[2] = c->part_s;
     c->values[3] = c->group;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         c->values[4 + k] = c->ops[k].b.data;
         c->lengths[4 + k] = (int)c->ops[k].b.len;
         c->formats[4 + k] = 1;
     }
-    c->values[17] = c->has_ack ? c->ack_txn : NULL;
+    c->values[18] = c->has_ack ? c->ack_txn : NULL;
     if (c->has_lease) {
         uuid_format(&c->lease, c->lease_s);
-        c->values[18] = c->lease_s;
+        c->values[19] = c->lease_s;
     }
-    c->values[19] = c->has_ack ? c->ack_status : NULL;
+    c->values[20] = c->has_ack ? c->ack_status : NULL;
     if (c->has_count) {
         snprintf(c->count_s, sizeof c->count_s, "%lld", (long long)c->count);
-        c->values[20] = c->count_s;
+        c->values[21] = c->count_s;
     }
-    c->values[21] = c->release ? "true" : "false";
-    c->values[22] = c->ack_error;
-    c->values[23] = c->has_ack ? "false" : "true";
+    c->values[22] = c->release ? "true" : "false";
+    c->values[23] = c->ack_error;
+    c->values[24] = c->has_ack ? "false" : "true";
     push_enc_init(&c->enc);
     c->enc_init = 1;
     c->enc.sq = pusher_sealq(c->a->push);
@@ -1188,7 +1204,7 @@ static void cy_prepare(cy_ctx *c)
 
 /* ---- array bodies: several cycles in one transaction, each in its own savepoint */
 
-#define CYB_ARRAYS 28 /* every parameter of streams_cycles_v1 but the tenant and the window */
+#define CYB_ARRAYS 28 /* every parameter of streams_cycles_v2 but the tenant and the window */
 
 typedef struct cyb_ctx {
     http_req *http;
@@ -1258,11 +1274,10 @@ static void cyb_submit(cyb_ctx *b)
     qsort(b->sub, b->nsub, sizeof *b->sub, cy_order);
     static const uint32_t oids[CYB_ARRAYS] = {
         OID_INT4, OID_UUID, OID_UUID, OID_TEXT,                                    /* elem, query, source, group */
-        OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT,                                    /* op_n, ops */
+        OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8,                          /* op_n, ops, versions */
         OID_INT4, OID_UUID, OID_TEXT, OID_TEXT, OID_INT4, OID_INT4, OID_BYTEA,     /* g_n, push groups */
         OID_INT4, OID_INT4, OID_INT4, OID_TEXT,                                    /* dd_n, dedup */
         OID_TEXT, OID_UUID, OID_TEXT, OID_INT4, OID_BOOL, OID_TEXT, OID_BOOL, OID_BOOL, /* ack .. replay */
-        OID_INT4,                                                                  /* unused */
     };
     for (int k = 0; k < CYB_ARRAYS; k++) {
         pgarray_free(&b->arr[k]);
@@ -1277,64 +1292,65 @@ static void cyb_submit(cyb_ctx *b)
         pgarray_add(&A[2], c->part.b, 16);
         pgarray_add(&A[3], c->group, strlen(c->group));
         pgarray_add_i32(&A[4], (int32_t)c->nops);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             pgarray_append_array(&A[5 + k], &c->ops[k]);
         /* the encoder's arrays, in push_v1's parameter order: tenant, queue, partition, count,
          * bytes, data (one per group), then the dedup group, position, transactionId */
-        pgarray_add_i32(&A[8], (int32_t)c->enc.arr[1].count);
+        pgarray_add_i32(&A[9], (int32_t)c->enc.arr[1].count);
         for (int k = 0; k < 6; k++)
-            pgarray_append_array(&A[9 + k], &c->enc.arr[k]);
-        pgarray_add_i32(&A[15], (int32_t)c->enc.arr[6].count);
+            pgarray_append_array(&A[10 + k], &c->enc.arr[k]);
+        pgarray_add_i32(&A[16], (int32_t)c->enc.arr[6].count);
         for (int k = 0; k < 3; k++)
-            pgarray_append_array(&A[16 + k], &c->enc.arr[6 + k]);
+            pgarray_append_array(&A[17 + k], &c->enc.arr[6 + k]);
         if (c->has_ack)
-            pgarray_add(&A[19], c->ack_txn, strlen(c->ack_txn));
-        else
-            pgarray_add_null(&A[19]);
-        if (c->has_lease)
-            pgarray_add(&A[20], c->lease.b, 16);
+            pgarray_add(&A[20], c->ack_txn, strlen(c->ack_txn));
         else
             pgarray_add_null(&A[20]);
-        if (c->has_ack)
-            pgarray_add(&A[21], c->ack_status, strlen(c->ack_status));
+        if (c->has_lease)
+            pgarray_add(&A[21], c->lease.b, 16);
         else
             pgarray_add_null(&A[21]);
-        if (c->has_count)
-            pgarray_add_i32(&A[22], (int32_t)c->count);
+        if (c->has_ack)
+            pgarray_add(&A[22], c->ack_status, strlen(c->ack_status));
         else
             pgarray_add_null(&A[22]);
-        pgarray_add(&A[23], c->release ? "\1" : "\0", 1);
-        if (c->ack_error)
-            pgarray_add(&A[24], c->ack_error, strlen(c->ack_error));
+        if (c->has_count)
+            pgarray_add_i32(&A[23], (int32_t)c->count);
         else
-            pgarray_add_null(&A[24]);
-        pgarray_add(&A[25], c->has_ack ? "\0" : "\1", 1);
-        pgarray_add(&A[26], c->replay ? "\1" : "\0", 1);
+            pgarray_add_null(&A[23]);
+        pgarray_add(&A[24], c->release ? "\1" : "\0", 1);
+        if (c->ack_error)
+            pgarray_add(&A[25], c->ack_error, strlen(c->ack_error));
+        else
+            pgarray_add_null(&A[25]);
+        pgarray_add(&A[26], c->has_ack ? "\0" : "\1", 1);
+        pgarray_add(&A[27], c->replay ? "\1" : "\0", 1);
     }
     format_uuid_text(r->tenant, b->tenant);
     b->values[0] = b->tenant;
     b->lengths[0] = 0;
     b->formats[0] = 0;
     /* $2..$21: elem .. dd_txn; $22: the window; $23..$30: ack .. replay */
-    for (int k = 0; k < 27; k++) {
+    for (int k = 0; k < CYB_ARRAYS; k++) {
         pgarray_finish(&b->arr[k]);
-        int slot = k < 19 ? 1 + k : 2 + k;
+        int slot = k < 20 ? 1 + k : 2 + k;
         b->values[slot] = b->arr[k].b.data;
         b->lengths[slot] = (int)b->arr[k].b.len;
         b->formats[slot] = 1;
     }
     cy_ctx *c0 = b->sub[0];
-    b->values[20] = c0->enc.values[9]; /* the dedup window, the same for every element */
-    b->lengths[20] = c0->enc.lengths[9];
-    b->formats[20] = c0->enc.formats[9];
+    b->values[21] = c0->enc.values[9]; /* the dedup window, the same for every element */
+    b->lengths[21] = c0->enc.lengths[9];
+    b->formats[21] = c0->enc.formats[9];
     memset(&b->dbr, 0, sizeof b->dbr);
     b->dbr.nstmt = 1;
-    b->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycles_v1($1::uuid, $2::int4[], $3::uuid[], $4::uuid[], "
-                               "$5::text[], $6::int4[], $7::text[], $8::text[], $9::text[], $10::int4[], $11::uuid[], "
-                               "$12::text[], $13::text[], $14::int4[], $15::int4[], $16::bytea[], $17::int4[], "
-                               "$18::int4[], $19::int4[], $20::text[], $21::int8, $22::text[], $23::uuid[], "
-                               "$24::text[], $25::int4[], $26::bool[], $27::text[], $28::bool[], $29::bool[])",
-                               29, b->values, b->lengths, b->formats, 1};
+    b->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycles_v2($1::uuid, $2::int4[], $3::uuid[], $4::uuid[], "
+                               "$5::text[], $6::int4[], $7::text[], $8::text[], $9::text[], $10::int8[], $11::int4[], "
+                               "$12::uuid[], $13::text[], $14::text[], $15::int4[], $16::int4[], $17::bytea[], "
+                               "$18::int4[], $19::int4[], $20::int4[], $21::text[], $22::int8, $23::text[], "
+                               "$24::uuid[], $25::text[], $26::int4[], $27::bool[], $28::text[], $29::bool[], "
+                               "$30::bool[])",
+                               30, b->values, b->lengths, b->formats, 1};
     b->dbr.done = cyb_done;
     b->dbr.arg = b;
     if (db_submit(b->a->db, &b->dbr) < 0) {
@@ -1476,11 +1492,11 @@ void api_streams_cycle(http_req *r)
     }
     cy_prepare(c);
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v1($1::uuid, $2::uuid, $3::uuid, $4, "
-                               "$5::text[], $6::text[], $7::text[], "
-                               "$8::uuid[], $9::text[], $10::text[], $11::int4[], $12::int4[], $13::bytea[], "
-                               "$14::int4[], $15::int4[], $16::text[], $17::int8, "
-                               "$18, $19::uuid, $20, $21::int4, $22::boolean, $23, $24::boolean, $25::boolean)",
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v2($1::uuid, $2::uuid, $3::uuid, $4, "
+                               "$5::text[], $6::text[], $7::text[], $8::int8[], "
+                               "$9::uuid[], $10::text[], $11::text[], $12::int4[], $13::int4[], $14::bytea[], "
+                               "$15::int4[], $16::int4[], $17::text[], $18::int8, "
+                               "$19, $20::uuid, $21, $22::int4, $23::boolean, $24, $25::boolean, $26::boolean)",
                                CY_PARAMS, c->values, c->lengths, c->formats, 1};
     c->dbr.done = cy_done;
     c->dbr.arg = c;

@@ -120,7 +120,7 @@ static cycle_rc read_ops(arena *ar, const json_doc *d, int so, const char *pfx, 
     c->ops = arena_alloc(ar, (n + 1) * sizeof *c->ops);
     int e = json_first(d, so);
     for (uint32_t i = 0; i < n; i++, e = json_next(d, e)) {
-        static const char *const op_known[] = {"type", "key", "value", NULL};
+        static const char *const op_known[] = {"type", "key", "value", "version", NULL};
         char where[64];
         snprintf(where, sizeof where, "%.32sstate_ops[%u]", pfx, i);
         if (json_type_of(d, e) != JSON_OBJECT)
@@ -135,6 +135,11 @@ static cycle_rc read_ops(arena *ar, const json_doc *d, int so, const char *pfx, 
         if (op->key_len > STATE_KEY_MAX_BYTES)
             return fail(err, CYCLE_BAD, NULL, NULL, "%s.key is %zu bytes, more than %d", where, op->key_len,
                         STATE_KEY_MAX_BYTES);
+        int vr = int_field(d, e, "version", 0, INT64_MAX, &op->version);
+        if (vr < 0)
+            return fail(err, CYCLE_BAD, NULL, NULL,
+                        "%s.version must be a non-negative integer (the row version state/get answered)", where);
+        op->has_version = vr == 1;
         if (json_str_eq(d, ty, "upsert")) {
             int v = json_get(d, e, "value");
             op->value = v >= 0 && json_type_of(d, v) != JSON_NULL ? json_raw(d, v, &op->value_len) : NULL;

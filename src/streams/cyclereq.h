@@ -3,7 +3,9 @@
  *
  * The body is the earlier release's (its JS SDK and the 2.x Python runtime send it unchanged):
  * query_id, partition_id (a UUID or a framed pop's decimal id), consumer_group, state_ops,
- * push_items, ack, release_lease, and idx (an array element's own index, ignored). `kv` and
+ * push_items, ack, release_lease, and idx (an array element's own index, ignored); a state op
+ * may carry `version` (our SDKs: the row version state/get answered with "versions": true, so
+ * the op applies only to the row as it was read). `kv` and
  * `timers` are refused with the spec's reason, unknown fields are refused by name. */
 #ifndef QUEEN_STREAMS_CYCLEREQ_H
 #define QUEEN_STREAMS_CYCLEREQ_H
@@ -40,6 +42,8 @@ typedef struct cycle_op {
     size_t key_len;
     const char *value; /* an upsert's raw JSON ("{}" when absent or null); NULL for a delete */
     size_t value_len;
+    int has_version;   /* "version": the row's version as state/get gave it (0 = read as absent) */
+    int64_t version;
 } cycle_op;
 
 typedef struct cycle_req {

@@ -7,13 +7,7 @@
 --      the dedup probe, partition order, the stamp). When push_v1 finds known transactionIds
 --      (kind 1) or a full queue (kind 2) it wrote nothing: those rows are returned and nothing
 --      else is done; the node drops the duplicates and calls again (a full queue fails the cycle).
---   3. the state ops, in order (upsert, delete). The fence against a stale upsert: a cycle with an
---      ack may not upsert a key that another cycle or flush closed (queen.stream_tombstones) at or
---      after the claim of the lease it acks under: it may have read that row before the close and
---      would re-create the window with records already emitted (QS005 'stale state'; the node then
---      releases the lease, so the batch comes back at once and is folded again). Every delete
---      that finds its row records the close there (the clock under the shard lock, the lease).
---      A cycle or flush (p_fence: no ack) that deletes
+--   3. the state ops, in order (upsert, delete). A cycle or flush (p_fence: no ack) that deletes
 --      a row which is no longer there read stale state: another flush or cycle closed that window
 --      first, and what it emits for it would count the window's records twice. It raises QS005
 --      unless p_replay (the node found every one of its pushes already written: the same cycle
@@ -29,14 +23,9 @@
 --      retention are skipped, not counted) is returned; p_ack_count is the client's own count,
 --      checked against it (flag 4 when they differ; the transactionId decides).
 --      failed/dlq: the named record goes to the dead letters through queen.ack_v1.
---   0. (before any write) a flush with p_replay whose deletes find their rows: its derived sink
---      ids were all known, yet the windows are open — a later incarnation of them (a seek back
---      replayed the source) with the same result. Nothing is written; one row of kind 7 per
---      delete (idx = the op's index, off = the row's created_us, -1 when absent) tells the node
---      to derive the ids again with those incarnations and run it as a new flush.
 -- Errors raise QS00x with the earlier release's sentence; the node answers them as a cycle
 -- failure (200, success false) and the transaction rolls back whole.
--- Rows: push_v1's (kinds 0..2), the incarnations (kind 7, step 0) or one summary (kind 5: idx = state ops applied, off = source
+-- Rows: push_v1's (kinds 0..2) and one summary (kind 5: idx = state ops applied, off = source
 -- records acked, ts = flags 1 lease released, 2 dead-lettered, 4 count differed, 8 replay;
 -- partition_id = the requested count or NULL; qname = the source queue). C names them in
 -- src/streams/streams_results.h.
@@ -68,10 +57,6 @@ DECLARE
     v_done   boolean[];
     v_found  boolean;
     v_replayed boolean := false;
-    v_claim  bigint;
-    v_lease  uuid;
-    v_inc    bigint;
-    v_open   boolean := false;
     i        integer;
 BEGIN
     -- the query row, key share (what the state rows' foreign key takes anyway), before anything:
@@ -90,37 +75,6 @@ BEGIN
     SELECT p.id, q.name, p.start_offset INTO v_pid, v_qname, v_start
       FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = p_tenant
      WHERE p.uuid = p_source;
-
-    -- the lease this cycle acks under, as it is now (the ack reads it again under its row lock)
-    IF p_ack_txn IS NOT NULL AND v_pid IS NOT NULL THEN
-        SELECT x.claimed_at, x.lease_id INTO v_claim, v_lease FROM queen.cursors x
-         WHERE x.partition_id = v_pid AND x.consumer_group = p_group AND x.lease_id IS NOT NULL;
-    END IF;
-
-    -- 0. a replayed flush whose windows are open again: a later incarnation
-    IF p_fence AND p_replay THEN
-        FOR i IN 1 .. coalesce(cardinality(p_op_types), 0) LOOP
-            IF p_op_types[i] = 'delete' THEN
-                SELECT s.created_us INTO v_inc FROM queen.stream_state s
-                 WHERE s.query_id = p_query AND s.partition_uuid = p_source AND s.key = p_op_keys[i];
-                IF FOUND THEN
-                    v_open := true;
-                END IF;
-            END IF;
-        END LOOP;
-        IF v_open THEN
-            FOR i IN 1 .. cardinality(p_op_types) LOOP
-                IF p_op_types[i] = 'delete' THEN
-                    SELECT s.created_us INTO v_inc FROM queen.stream_state s
-                     WHERE s.query_id = p_query AND s.partition_uuid = p_source AND s.key = p_op_keys[i];
-                    kind := 7; idx := i; partition_id := NULL; partition_uuid := p_source; queue_id := NULL;
-                    off := CASE WHEN FOUND THEN v_inc ELSE -1 END; ts := NULL; qname := NULL;
-                    RETURN NEXT;
-                END IF;
-            END LOOP;
-            RETURN;
-        END IF;
-    END IF;
 
     -- 2. the sink pushes
     IF coalesce(cardinality(p_queue), 0) > 0 THEN
@@ -141,28 +95,13 @@ BEGIN
     -- 3. the state ops
     FOR i IN 1 .. coalesce(cardinality(p_op_types), 0) LOOP
         IF p_op_types[i] = 'upsert' THEN
-            IF v_claim IS NOT NULL THEN
-                PERFORM 1 FROM queen.stream_tombstones t
-                 WHERE t.query_id = p_query AND t.partition_uuid = p_source AND t.key = p_op_keys[i]
-                   AND t.closed_us >= v_claim AND t.lease_id IS DISTINCT FROM v_lease;
-                IF FOUND THEN
-                    RAISE EXCEPTION 'stale state: state row "%" was closed by another cycle or flush after this batch was leased; the batch comes back and is folded again', p_op_keys[i]
-                        USING ERRCODE = 'QS005';
-                END IF;
-            END IF;
-            INSERT INTO queen.stream_state AS s (query_id, partition_uuid, key, value, updated_at, created_us)
-            VALUES (p_query, p_source, p_op_keys[i], p_op_values[i]::jsonb, now(), queen.now_us())
+            INSERT INTO queen.stream_state AS s (query_id, partition_uuid, key, value, updated_at)
+            VALUES (p_query, p_source, p_op_keys[i], p_op_values[i]::jsonb, now())
             ON CONFLICT (query_id, partition_uuid, key) DO UPDATE SET value = excluded.value, updated_at = now();
         ELSE
             DELETE FROM queen.stream_state s
              WHERE s.query_id = p_query AND s.partition_uuid = p_source AND s.key = p_op_keys[i];
             v_found := FOUND;
-            IF v_found THEN
-                INSERT INTO queen.stream_tombstones AS t (query_id, partition_uuid, key, closed_us, lease_id)
-                VALUES (p_query, p_source, p_op_keys[i], queen.now_us(), v_lease)
-                ON CONFLICT (query_id, partition_uuid, key)
-                DO UPDATE SET closed_us = excluded.closed_us, lease_id = excluded.lease_id;
-            END IF;
             IF NOT v_found THEN
                 IF NOT p_replay THEN
                     IF p_fence THEN
@@ -199,10 +138,6 @@ BEGIN
            OR (p_ack_lease IS NOT NULL AND cur.lease_id <> p_ack_lease) THEN
             RAISE EXCEPTION 'Invalid or expired lease' USING ERRCODE = 'QS001';
         END IF;
-        -- the tombstones of this shard closed before this lease's claim fence nothing any more
-        -- (every live or later lease was claimed after them)
-        DELETE FROM queen.stream_tombstones t
-         WHERE t.query_id = p_query AND t.partition_uuid = p_source AND t.closed_us < cur.claimed_at;
         v_pos := array_position(cur.lease_txns, p_ack_txn);
         IF v_pos IS NULL THEN
             RAISE EXCEPTION 'Message not found' USING ERRCODE = 'QS002';

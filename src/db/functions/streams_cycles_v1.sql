@@ -7,8 +7,6 @@
 -- (id order) and every shard's advisory lock ((query, partition) order), so no element takes a
 -- lock of an earlier space after another element pushed. A serialization failure or deadlock
 -- aborts the whole call (the node retries it).
--- An element refused as stale state (QS005) with an ack and a leaseId has its lease released
--- (ack_v1 'retry', nothing counted), as a single cycle's is: its batch comes back at once.
 -- Rows: streams_cycle_v1's, tagged with the element's p_elem; a failed element gives one row of
 -- kind 6 (qname = the error's message, errstate = its SQLSTATE). C names them in
 -- src/streams/streams_results.h.
@@ -30,8 +28,6 @@ DECLARE
     dd  int := 0;
     i   int;
     r   record;
-    v_state text;
-    v_msg   text;
 BEGIN
     PERFORM 1 FROM queen.stream_queries x
      WHERE x.id IN (SELECT DISTINCT u FROM unnest(p_query) AS u) AND x.tenant_id = p_tenant
@@ -57,16 +53,8 @@ BEGIN
             IF SQLSTATE IN ('40001', '40P01') THEN
                 RAISE;
             END IF;
-            v_state := SQLSTATE;
-            v_msg := SQLERRM;
-            IF v_state = 'QS005' AND p_ack_txn[i] IS NOT NULL AND p_ack_lease[i] IS NOT NULL THEN
-                -- stale state: as for a single cycle, the lease is released (a retry, nothing
-                -- counted) so the batch comes back at once to be folded again
-                PERFORM 1 FROM queen.ack_v1(p_tenant, p_group[i], ARRAY[p_source[i]], ARRAY[p_ack_txn[i]],
-                                            ARRAY['retry'], ARRAY[p_ack_lease[i]], ARRAY[NULL::text]);
-            END IF;
             kind := 6; idx := 0; partition_id := NULL; partition_uuid := NULL; queue_id := NULL; off := NULL;
-            ts := NULL; qname := v_msg; elem := p_elem[i]; errstate := v_state;
+            ts := NULL; qname := SQLERRM; elem := p_elem[i]; errstate := SQLSTATE;
             RETURN NEXT;
         END;
         o := o + p_op_n[i];
