@@ -205,3 +205,59 @@ test('a seek back replays the source: a flush closing the re-created window emit
   assert.equal(late.json.replay, true);
   assert.equal((await sinkRecords(sink)).length, 2);
 });
+
+test('row versions (our SDKs): state/get answers them on request; an op applies only to the row as it was read', async () => {
+  const name = uniq('ver');
+  const group = `streams.${name}`;
+  const sink = `${name}-sink`;
+  const src = `${name}-src`;
+  const id = (await register({ name, source_queue: src, config_hash: 'h' })).json.query_id;
+  await push([1, 2].map((n) => ({ queue: src, partition: 'p0', payload: { n } })));
+  const b1 = await pop(src, group);
+  const pid = b1[0].partitionId;
+  assert.equal((await (await foldCycle(id, group, b1)).send()).json.success, true);
+  // the earlier release's answer shape unless asked
+  const plain = await stateGet({ query_id: id, partition_id: pid, keys: [] });
+  assert.deepEqual(Object.keys(plain.json.rows[0]), ['key', 'value', 'updated_at']);
+  const v1 = (await stateGet({ query_id: id, partition_id: pid, keys: [], versions: true })).json.rows[0];
+  assert.equal(typeof v1.version, 'number');
+  assert.ok(v1.version > 0);
+  assert.equal((await stateGet({ query_id: id, partition_id: pid, versions: 'yes' })).status, 400);
+  // a flush reads the window (2 records) with its version; the lease holder's cycle adds record 3
+  const ripe = v1;
+  await push([{ queue: src, partition: 'p0', payload: { n: 3 } }]);
+  const b2 = await pop(src, group);
+  const c2 = await foldCycle(id, group, b2);
+  assert.equal((await c2.send()).json.success, true);
+  // the flush of what it read would emit 1, 2 and drop 3 with the row: refused, it changed
+  const lost = await cycle({ query_id: id, partition_id: pid, ack: null, state_ops: [{ type: 'delete', key: W, version: ripe.version }],
+    push_items: [{ queue: sink, partition: 'p0', payload: ripe.value.acc }] });
+  assert.equal(lost.json.success, false, lost.text);
+  assert.match(lost.json.error, /stale flush: state row ".*" changed since it was read/);
+  // read again, flush again: 1, 2, 3 in one result
+  const now = (await stateGet({ query_id: id, partition_id: pid, keys: [], versions: true })).json.rows[0];
+  assert.ok(now.version > ripe.version);
+  const f = await cycle({ query_id: id, partition_id: pid, ack: null, state_ops: [{ type: 'delete', key: W, version: now.version }],
+    push_items: [{ queue: sink, partition: 'p0', payload: now.value.acc }] });
+  assert.equal(f.json.success, true, f.text);
+  assert.deepEqual((await sinkRecords(sink)).map((x) => x.payload.ns), [[1, 2, 3]]);
+  // that flush retried (its answer lost): its rows are gone, a replay, versions or not
+  const again = await cycle({ query_id: id, partition_id: pid, ack: null, state_ops: [{ type: 'delete', key: W, version: now.version }],
+    push_items: [{ queue: sink, partition: 'p0', payload: now.value.acc }] });
+  assert.deepEqual([again.json.success, again.json.replay], [true, true], again.text);
+  // a cycle that read the window as absent (version 0) while it exists: refused, lease released
+  await push([{ queue: src, partition: 'p0', payload: { n: 4 } }]);
+  const b3 = await pop(src, group);
+  assert.equal((await cycle({ query_id: id, partition_id: pid, ack: null, state_ops: [{ type: 'upsert', key: W, value: { acc: { count: 9, ns: [] } } }] })).json.success, true);
+  const r3 = await cycle({ query_id: id, partition_id: pid, consumer_group: group,
+    state_ops: [{ type: 'upsert', key: W, version: 0, value: { acc: { count: 1, ns: [4] }, windowEnd: 1 } }],
+    ack: { transactionId: b3[0].transactionId, leaseId: b3[0].leaseId, count: 1 } });
+  assert.equal(r3.json.success, false, r3.text);
+  assert.match(r3.json.error, /stale state: state row ".*" changed since it was read \(version 0 is \d+\)/);
+  assert.deepEqual((await pop(src, group)).map((m) => m.transactionId), [b3[0].transactionId], 'lease released');
+  // and that flush retried now: its window is open again with other contents — refused, not a replay
+  const late = await cycle({ query_id: id, partition_id: pid, ack: null, state_ops: [{ type: 'delete', key: W, version: now.version }],
+    push_items: [{ queue: sink, partition: 'p0', payload: now.value.acc }] });
+  assert.equal(late.json.success, false, late.text);
+  assert.equal((await sinkRecords(sink)).length, 1);
+});
