@@ -1,11 +1,12 @@
 /* api_streams.c — the broker side of streams, /streams/v1/… (docs/streams.md): registering,
  * listing, reading and dropping queries, the cycle (state ops + sink pushes + source ack in one
  * transaction, queen.streams_cycle_v2) and state reads. Bodies and answers are the earlier
- * release's (its JS SDK and the 2.x Python runtime speak them unchanged); sink pushes are
- * encoded exactly as POST /api/v1/push encodes them (push_item_parse_or_respond, push_enc:
- * sealing, the producer stamp), and every sink item without a transactionId gets one derived
- * here from (query, partition, what the cycle closes, result index), so a retried or
- * concurrent cycle or flush is deduplicated by the push path instead of emitted twice. */
+ * release's (its JS SDK and the 2.x Python runtime speak them unchanged); the cycle body is
+ * read by streams/cyclereq.c (pure), its sink pushes are encoded exactly as POST /api/v1/push
+ * encodes them (push_item_read, push_enc: sealing, the producer stamp), and every sink item
+ * without a transactionId gets one derived from (query, partition, what the cycle closes,
+ * result index), so a retried or concurrent cycle or flush is deduplicated by the push path
+ * instead of emitted twice. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
