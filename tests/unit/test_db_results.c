@@ -80,6 +80,8 @@ static const shape SHAPES[] = {
     {"streams_state_get_v1", COLS(STREAMS_STATE_GET_V1_COLUMNS)},
     {"streams_cycle_v1", COLS(STREAMS_CYCLE_V1_COLUMNS)},
     {"streams_cycles_v1", COLS(STREAMS_CYCLES_V1_COLUMNS)},
+    {"streams_cycle_v2", COLS(STREAMS_CYCLE_V1_COLUMNS)},
+    {"streams_cycles_v2", COLS(STREAMS_CYCLES_V1_COLUMNS)},
     {"streams_state_rows_v1", COLS(STREAMS_STATE_ROWS_V1_COLUMNS)},
     {"seek_v1", COLS(SEEK_V1_COLUMNS)},
     {"delete_group_v1", COLS(DELETE_GROUP_V1_COLUMNS)},
