@@ -259,6 +259,27 @@ test('a namespace pop conflates per queue', async () => {
   await ack(r.json.messages[0]);
   const e = await get(node.url, '/api/v1/pop?namespace=cns&consumerGroup=g&conflation=true&wait=false');
   assert.deepEqual([e.status, e.json], [200, { success: true, messages: [], conflation: true }]);
+  // the answering queue's policy is echoed: h registers n2 without conflation (a plain pop of
+  // it); n2 goes first (priority), so the conflating namespace pop that n2 answers says
+  // conflict and delivers every record
+  await post(node.url, '/api/v1/configure', { queue: 'n2', namespace: 'cns', options: { priority: 10 } });
+  await pushN('n2', 'a', 0, 3);
+  const plain = await pop('n2', 'consumerGroup=h&wait=false&batch=1');
+  await ack(plain.json.messages[0]);
+  const h = await get(node.url, '/api/v1/pop?namespace=cns&consumerGroup=h&conflation=true&wait=false&batch=10');
+  assert.deepEqual(h.json.messages.map((m) => [m.queue, m.data.v]), [['n2', 1], ['n2', 2]]);
+  assert.equal(h.json.conflationConflict, true);
+  assert.equal('conflation' in h.json, false);
+  for (const m of h.json.messages) await ack(m);
+  // n2 has nothing left for h: n1 answers, and h is stored conflating there
+  const h1 = await get(node.url, '/api/v1/pop?namespace=cns&consumerGroup=h&conflation=true&wait=false&batch=10');
+  assert.deepEqual(h1.json.messages.map((m) => [m.queue, m.data.v]), [['n1', 3]]);
+  assert.equal(h1.json.conflation, true);
+  assert.equal('conflationConflict' in h1.json, false);
+  await ack(h1.json.messages[0]);
+  // nothing anywhere: not every queue conflates for h (n2 does not), and one conflicts
+  const he = await get(node.url, '/api/v1/pop?namespace=cns&consumerGroup=h&conflation=true&wait=false');
+  assert.deepEqual([he.status, he.json], [200, { success: true, messages: [], conflationConflict: true }]);
 });
 
 test('concurrent conflating pops share the partitions out, one record each', async () => {

@@ -18,7 +18,8 @@ DECLARE
     r        record;
     v_got    boolean := false;
     v_retry  bigint := NULL;
-    v_pol    record;
+    v_pol_a  bigint;
+    v_pol_b  bigint;
     v_all    boolean := NULL;
     v_any    boolean := false;
 BEGIN
@@ -27,14 +28,15 @@ BEGIN
          WHERE x.tenant_id = p_tenant AND x.namespace = p_namespace AND (p_task IS NULL OR x.task = p_task)
          ORDER BY (queen.queue_options_v1(x.options)->>'priority')::integer DESC, random()
     LOOP
-        v_pol := NULL;
+        v_pol_a := NULL;
         FOR r IN SELECT * FROM queen.pop_v2(p_tenant, q.name, NULL, p_group, p_batch, p_auto_ack, p_sub_mode,
                                             p_sub_from, p_max_partitions, p_lease_ids, p_lease_seconds, false,
                                             NULL, p_conflation) LOOP
             IF r.kind = 4 THEN
                 CONTINUE;
             ELSIF r.kind = 3 THEN
-                v_pol := r;
+                v_pol_a := r.a;
+                v_pol_b := r.b;
                 v_all := coalesce(v_all, true) AND r.a = 1;
                 v_any := v_any OR r.b = 1;
                 CONTINUE;
@@ -44,8 +46,8 @@ BEGIN
                 END IF;
                 CONTINUE;
             END IF;
-            IF NOT v_got AND v_pol IS NOT NULL THEN
-                kind := 3; pid := NULL; puuid := NULL; pname := NULL; a := v_pol.a; b := v_pol.b; c := NULL;
+            IF NOT v_got AND v_pol_a IS NOT NULL THEN
+                kind := 3; pid := NULL; puuid := NULL; pname := NULL; a := v_pol_a; b := v_pol_b; c := NULL;
                 seg_ts := NULL; seg_count := NULL; seg_data := NULL; qname := q.name;
                 RETURN NEXT;
             END IF;
