@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { api, get, post, rmrf, sleep, startQueen } from './harness.mjs';
+import { api, get, post, rmrf, sleep, startPostgres, startQueen } from './harness.mjs';
 
 let node;
 before(async () => { node = await startQueen(); });
@@ -295,4 +295,34 @@ test('concurrent conflating pops share the partitions out, one record each', asy
   const rest = await pop('c9', 'consumerGroup=g&conflation=true&partitions=10&batch=10&wait=false');
   const all = [...parts, ...rest.json.messages.map((m) => m.partition)].sort();
   assert.deepEqual(all, names);
+});
+
+test('an upgraded database stores the groups that already consumed as not conflating', async () => {
+  const pg = await startPostgres();
+  try {
+    pg.psql('CREATE DATABASE cfup');
+    const env = { QUEEN_PG_URL: pg.urlOf('cfup') };
+    let n = await startQueen({ env });
+    try {
+      const r = await post(n.url, '/api/v1/push', { items: [0, 1, 2].map((v) => ({ queue: 'up', partition: 'a', payload: { v } })) });
+      assert.equal(r.status, 201, r.text);
+      const g = await get(n.url, '/api/v1/pop/queue/up?consumerGroup=old&batch=1&wait=false&autoAck=true');
+      assert.equal(g.json.messages[0].data.v, 0);
+      await get(n.url, '/api/v1/pop/queue/up?consumerGroup=subonly&subscriptionMode=new&wait=false');
+    } finally { await n.stop(); }
+    // back to the database before 105: no policies, no counter, 105 not recorded
+    pg.psql('DROP TABLE queen.group_policies; ALTER TABLE queen.cursors DROP COLUMN conflated; '
+      + 'DELETE FROM public.queen_schema_migrations WHERE version = 105', 'cfup');
+    n = await startQueen({ env });
+    try {
+      assert.equal(pg.psql("SELECT string_agg(consumer_group || '=' || conflation, ',' ORDER BY consumer_group) FROM queen.group_policies", 'cfup'),
+        'old=false,subonly=false');
+      const old = await get(n.url, '/api/v1/pop/queue/up?consumerGroup=old&conflation=true&batch=10&wait=false');
+      assert.deepEqual(old.json.messages.map((m) => m.data.v), [1, 2]);
+      assert.equal(old.json.conflationConflict, true);
+      const fresh = await get(n.url, '/api/v1/pop/queue/up?consumerGroup=fresh&conflation=true&batch=10&wait=false');
+      assert.deepEqual(fresh.json.messages.map((m) => m.data.v), [2]);
+      assert.equal(fresh.json.conflation, true);
+    } finally { await n.stop(); }
+  } finally { pg.destroy(); }
 });
