@@ -3,7 +3,8 @@ drives it: `conflation()` on pop and on consume (the newest message of each part
 backlog behind it never handed out), the echo the client checks on every answer (an empty one
 included: it must not raise ConflationUnsupportedError), the declaration conflict (stored policy
 wins, the client warns once and keeps going), the 400s the client raises, framed pops, and the
-depth answer (`conflation`, `effectivePending`). Wire details: tests/integration/conflation.test.mjs."""
+depth answer (`conflation`, `effectivePending`), and a streams query whose source conflates.
+Wire details: tests/integration/conflation.test.mjs."""
 
 import asyncio
 
@@ -120,3 +121,35 @@ async def test_a_broker_that_ignored_it_would_raise(http, qname):
         check_pop_response(r.json(), requested=True, queue=qname, group="x")
     r = http.get(f"/api/v1/pop/queue/{qname}?consumerGroup=y&conflation=true&wait=false")
     check_pop_response(r.json(), requested=True, queue=qname, group="y")
+
+
+async def test_a_stream_source_conflates(client: Queen, broker, qname):
+    """The streams runtime threads `conflation=True` through to its source pop: a map over a
+    backlog sees the newest record of each partition only, committed by its cycle."""
+    from queen.streams import Stream
+
+    src, sink = qname, qname + ".out"
+    await fill(client, src, {"a": 30, "b": 10})
+    h = await (Stream.from_(client.queue(src))
+               .map(lambda m, ctx=None: {"p": m["data"]["p"], "v": m["data"]["v"]})
+               .to(client.queue(sink))
+               .run(query_id=qname, url=broker.url, batch_size=50, max_partitions=4, max_wait_millis=200,
+                    conflation=True))
+    try:
+        got = []
+        for _ in range(100):
+            msgs = await client.queue(sink).group("check").batch(100).wait(False).pop()
+            if msgs:
+                got.extend(m["data"] for m in msgs)
+                await client.ack(msgs, True, {"group": "check"})
+            if len(got) >= 2:
+                await asyncio.sleep(0.5)  # anything more would be a second delivery
+                more = await client.queue(sink).group("check").batch(100).wait(False).pop()
+                got.extend(m["data"] for m in more)
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await h.stop()
+    assert sorted((g["p"], g["v"]) for g in got) == [("a", 29), ("b", 9)]
+    d = await client.admin.get_queue_depth(src, group=f"streams.{qname}")
+    assert (d["conflation"], d["pending"], d["effectivePending"]) == (True, 0, 0)
