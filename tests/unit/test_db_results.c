@@ -45,6 +45,8 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {"pop_v1", COLS(POP_V1_COLUMNS)},
     {"pop_ns_v1", COLS(POP_NS_V1_COLUMNS)},
+    {"pop_v2", COLS(POP_V2_COLUMNS)},
+    {"pop_ns_v2", COLS(POP_NS_V2_COLUMNS)},
     {"lease_store_v1", COLS(LEASE_STORE_V1_COLUMNS)},
     {"ack_v1", COLS(ACK_V1_COLUMNS)},
     {"lease_extend_v2", COLS(LEASE_EXTEND_V2_COLUMNS)},
