@@ -396,18 +396,6 @@ typedef struct kvw_ctx {
     int attempts;
 } kvw_ctx;
 
-static void kvw_respond_refused(http_req *r, const kvw_refusal *why)
-{
-    buf b;
-    buf_init(&b, 0);
-    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
-    if (why->index >= 0)
-        buf_printf(&b, ",\"index\":%d", why->index);
-    buf_putc(&b, '}');
-    http_respond_json(r, why->status, &b);
-    buf_free(&b);
-}
-
 /* The {"operations": [...]} body of the KV and lock routes, parsed to `depth`; -1 when refused
  * (with `code`: kv_invalid_body, lock_invalid_body). */
 static int ops_body(http_req *r, json_doc *d, uint32_t depth, const char *code)
@@ -519,7 +507,7 @@ static int kvw_submit(kvw_ctx *c)
 
 void api_kv_ops(http_req *r)
 {
-    kvw_refusal why = {0};
+    qerr_detail why;
     json_doc d;
     /* root(0) → operations(1) → op(2) → field values(3) → getMany's keys(4); a value's insides
      * below that are validated, not tokenised */
@@ -528,10 +516,10 @@ void api_kv_ops(http_req *r)
     kvw_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    int rc = kvw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    qerr e = kvw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
     json_doc_free(&d);
-    if (rc < 0) {
-        kvw_respond_refused(r, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     if (c->n == 0) {
@@ -613,17 +601,17 @@ static int lock_submit(lock_ctx *c)
 
 void api_locks(http_req *r)
 {
-    kvw_refusal why = {0};
+    qerr_detail why;
     json_doc d;
     if (ops_body(r, &d, 3, "lock_invalid_body") < 0)
         return;
     lock_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    int rc = lockw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    qerr e = lockw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
     json_doc_free(&d);
-    if (rc < 0) {
-        kvw_respond_refused(r, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     if (c->n == 0) {

@@ -444,14 +444,14 @@ static void test_batch_params(void **state)
 
 /* ---- the 2.x wire (kv_wire.h) ---- */
 
-static int wire(const char *body, arena *ar, kvw_op **ops, int *n, kvw_refusal *why)
+static qerr wire(const char *body, arena *ar, kvw_op **ops, int *n, qerr_detail *why)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
     json_opts jo = {.token_depth = 4};
     assert_int_equal(json_parse(&d, body, strlen(body), &jo), 0);
     memset(why, 0, sizeof *why);
-    int rc = kvw_parse_body(&d, ar, ops, n, why);
+    qerr rc = kvw_parse_body(&d, ar, ops, n, why);
     json_doc_free(&d);
     return rc;
 }
@@ -463,13 +463,13 @@ static void test_wire_ops(void **state)
     arena_init(&ar);
     kvw_op *ops;
     int n;
-    kvw_refusal why;
+    qerr_detail why;
     const char *body = "{\"operations\":[{\"op\":\"put\",\"ns\":\"n\",\"key\":\"k\",\"value\":{\"a\" : 1},\"ttlSeconds\":30,"
                        "\"expect\":7,\"required\":true},{\"op\":\"putIfAbsent\",\"ns\":\"n\",\"key\":\"k\",\"value\":1,"
                        "\"forever\":true},{\"op\":\"incr\",\"ns\":\"n\",\"key\":\"c\",\"min\":0,\"max\":9,\"forever\":true},"
                        "{\"op\":\"getMany\",\"ns\":\"n\",\"keys\":[\"a\",\"b\"]},{\"op\":\"getPrefix\",\"ns\":\"n\","
                        "\"prefix\":\"p\",\"limit\":99999}]}";
-    assert_int_equal(wire(body, &ar, &ops, &n, &why), 0);
+    assert_int_equal(wire(body, &ar, &ops, &n, &why), QERR_OK);
     assert_int_equal(n, 5);
     assert_int_equal(ops[0].kind, KVW_PUT);
     assert_true(ops[0].has_expect && ops[0].expect == 7 && ops[0].required && ops[0].ttl_s == 30 && !ops[0].forever);
@@ -511,12 +511,12 @@ static void test_wire_refusals(void **state)
         arena_init(&ar);
         kvw_op *ops;
         int n;
-        kvw_refusal why;
-        assert_int_equal(wire(cases[i].body, &ar, &ops, &n, &why), -1);
+        qerr_detail why;
+        assert_int_equal(wire(cases[i].body, &ar, &ops, &n, &why), QERR_BAD_INPUT);
         assert_string_equal(why.code, cases[i].code);
         assert_string_equal(why.reason, cases[i].reason);
         assert_int_equal(why.index, cases[i].index);
-        assert_true(why.detail[0] != '\0');
+        assert_true(why.text[0] != '\0');
         arena_free(&ar);
     }
 }
@@ -556,15 +556,15 @@ static void test_lock_ops(void **state)
         assert_int_equal(json_parse(&d, cases[i].body, strlen(cases[i].body), &jo), 0);
         lockw_op *ops;
         int n;
-        kvw_refusal why;
+        qerr_detail why;
         memset(&why, 0, sizeof why);
-        int rc = lockw_parse_body(&d, &ar, &ops, &n, &why);
+        qerr rc = lockw_parse_body(&d, &ar, &ops, &n, &why);
         json_doc_free(&d);
         if (cases[i].code) {
-            assert_int_equal(rc, -1);
+            assert_int_equal(rc, QERR_BAD_INPUT);
             assert_string_equal(why.code, cases[i].code);
         } else {
-            assert_int_equal(rc, 0);
+            assert_int_equal(rc, QERR_OK);
             assert_int_equal(n, 2);
             assert_true(ops[0].limit == 4 && ops[0].owner_len == 6 && ops[1].has_slot && ops[1].slot == 3 && ops[1].token == 9);
             uint8_t tenant[16] = {0};
