@@ -212,10 +212,11 @@ int main(void)
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int mrc = migrate_apply(boot, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail merr;
+    qerr mrc = migrate_apply(boot, buf_cstr(&defaults), &merr);
     buf_free(&defaults);
-    if (mrc < 0) {
-        log_error("boot", "schema migration failed: %s", err);
+    if (mrc != QERR_OK) {
+        log_error("boot", "schema migration failed: %s", merr.text);
         PQfinish(boot);
         goto fail;
     }
