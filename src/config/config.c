@@ -239,15 +239,15 @@ static int encryption_key_load(queen_config *c, char *err, size_t errlen)
 {
     if (!c->encryption_key_text)
         return 0;
-    char why[256];
+    qerr_detail why;
     size_t n = strlen(c->encryption_key_text);
-    int rc = seal_key_parse(c->encryption_key_text, &c->encryption_key, why, sizeof why);
+    qerr e = seal_key_parse(c->encryption_key_text, &c->encryption_key, &why);
     explicit_bzero(c->encryption_key_text, n);
     free(c->encryption_key_text);
     c->encryption_key_text = NULL;
-    if (rc < 0) {
+    if (e != QERR_OK) {
         snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=<%zu characters, not shown> %s. %s", n,
-                 why, ENCRYPTION_KEY_WHAT);
+                 why.text, ENCRYPTION_KEY_WHAT);
         return -1;
     }
     c->has_encryption_key = 1;

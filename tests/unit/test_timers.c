@@ -547,10 +547,9 @@ static void test_sealed_records(void **state)
 {
     (void)state;
     seal_key key;
-    char err[200];
-    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key, err,
-                                    sizeof err),
-                     0);
+    qerr_detail err;
+    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key, &err),
+                     QERR_OK);
     parsed p;
     /* {"total":42.00} */
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":5,\"txn\":\"t-9\","
