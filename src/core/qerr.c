@@ -52,6 +52,16 @@ qerr qerr_set_reason(qerr_detail *d, qerr e, const char *code, const char *reaso
     return e;
 }
 
+qerr qerr_mark(qerr_detail *d, qerr e, const char *code)
+{
+    if (d) {
+        d->code = code;
+        d->reason = NULL;
+        d->index = -1;
+    }
+    return e;
+}
+
 qerr qerr_at(qerr_detail *d, qerr e, int index)
 {
     if (d)

@@ -27,7 +27,8 @@ typedef enum qerr {
     QERR_COUNT
 } qerr;
 
-#define QERR_TEXT_MAX 400
+/* a boot line quotes the value it refuses: room for it */
+#define QERR_TEXT_MAX 1024
 
 typedef struct qerr_detail {
     const char *code;         /* a stable name (static storage) finer than the enum's, or NULL */
@@ -46,6 +47,9 @@ qerr qerr_set_reason(qerr_detail *d, qerr e, const char *code, const char *reaso
 /* The same from a va_list, for a module's own printf-like refusal helper. */
 qerr qerr_setv(qerr_detail *d, qerr e, const char *code, const char *reason, const char *fmt, va_list ap)
     __attribute__((format(printf, 5, 0)));
+/* Marks a detail whose sentence a module wrote into d->text itself (d non-NULL): kind e,
+ * code, no reason, no index; returns e. */
+qerr qerr_mark(qerr_detail *d, qerr e, const char *code);
 /* Names the item at fault in a detail already set (d may be NULL); returns e. */
 qerr qerr_at(qerr_detail *d, qerr e, int index);
 /* The enum's name ("bad_input") and a generic sentence, like curl_easy_strerror. */

@@ -60,6 +60,13 @@ static void test_reason_and_index(void **state)
     assert_int_equal(d.index, 3);
     assert_int_equal(qerr_at(NULL, QERR_LIMIT, 3), QERR_LIMIT);
     assert_int_equal(qerr_set_reason(NULL, QERR_CONFLICT, "a", "b", "c"), QERR_CONFLICT);
+    /* a sentence the module wrote itself is kept; kind and code are set, reason and index cleared */
+    snprintf(d.text, sizeof d.text, "ERROR boot: FATAL: queen: X=1 is outside 2..=3.");
+    assert_int_equal(qerr_mark(&d, QERR_BAD_INPUT, NULL), QERR_BAD_INPUT);
+    assert_string_equal(d.text, "ERROR boot: FATAL: queen: X=1 is outside 2..=3.");
+    assert_null(d.code);
+    assert_null(d.reason);
+    assert_int_equal(d.index, -1);
 }
 
 static void test_every_enum(void **state)
