@@ -158,3 +158,15 @@ void queue_options_defaults_json(buf *out)
     queue_options_defaults(&o);
     queue_options_json(&o, out);
 }
+
+void queue_option_raw(buf *b, const json_doc *d, int ok, const char *key)
+{
+    int t = ok ? json_get(d, 0, key) : -1;
+    if (t < 0) {
+        buf_puts(b, "null");
+        return;
+    }
+    size_t n;
+    const char *raw = json_raw(d, t, &n);
+    buf_append(b, raw, n);
+}

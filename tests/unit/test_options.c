@@ -375,6 +375,31 @@ static void test_long_unknown_name(void **state)
     buf_free(&text);
 }
 
+/* The raw JSON of one option of an effective options object, null when absent or not an object. */
+static void test_option_raw(void **state)
+{
+    (void)state;
+    const char *text = "{\"leaseTime\":300,\"retentionSinkHold\":\"s3\",\"deadLetterQueue\":false,\"x\":{\"a\" : [1]}}";
+    json_doc d = {0};
+    assert_int_equal(json_parse(&d, text, strlen(text), NULL), 0);
+    buf b;
+    buf_init(&b, 0);
+    queue_option_raw(&b, &d, 1, "leaseTime");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "retentionSinkHold");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "deadLetterQueue");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "x");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "ttl");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 0, "leaseTime");
+    assert_string_equal(buf_cstr(&b), "300,\"s3\",false,{\"a\" : [1]},null,null");
+    buf_free(&b);
+    json_doc_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_sink_hold),
         cmocka_unit_test(test_ttl_stored),
         cmocka_unit_test(test_long_unknown_name),
+        cmocka_unit_test(test_option_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
