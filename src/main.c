@@ -278,6 +278,7 @@ int main(void)
             .statement_timeout_ms = cfg.db_statement_timeout_ms,
             .connect_timeout_ms = cfg.db_connect_timeout_ms,
             .node_id = cfg.node_id,
+            .control_plane = cpcfg.enabled,
         };
         a->s3 = s3_node_new(&so, &knobs);
         if (have_env_sink > 0)

@@ -216,6 +216,7 @@ static void on_messages(api_query *q, PGresult *const *res)
         while (nv < count && (rc = seg_reader_next(&sr, &pg.views[nv])) == 1)
             nv++;
         if (nv != count) {
+            seg_reader_done(&sr);
             corrupt = 1;
             break;
         }
@@ -242,6 +243,7 @@ static void on_messages(api_query *q, PGresult *const *res)
                 buf_putc(&b, ',');
             record_list_json(&b, &pg, p, v, ts, st);
         }
+        seg_reader_done(&sr);
     }
     free(pg.parts);
     free(pg.dead);
@@ -324,19 +326,28 @@ typedef struct get_ctx {
     int is_msg_id;
     uint64_t msg_pid, msg_off;
     buf scratch;
+    seg_reader sr;  /* the segment the record was found in: its views live until get_ctx_free */
+    int found_row;  /* its row in message_find_v1's result */
 } get_ctx;
+
+static void get_ctx_free(get_ctx *c)
+{
+    buf_free(&c->scratch);
+    seg_reader_done(&c->sr);
+}
 
 /* Looks for the record in the segments found; 1 with *v set, 0 not there, -1 corrupt. */
 static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64_t *ts)
 {
     for (int i = 0; i < PQntuples(f); i++) {
         int64_t target = res_null(f, i, FIND_TARGET) ? -1 : res_i64(f, i, FIND_TARGET);
-        seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(f, i, FIND_DATA), (size_t)PQgetlength(f, i, FIND_DATA),
+        seg_reader *srp = &c->sr;
+        seg_reader_done(srp);
+        if (seg_reader_init(srp, (const uint8_t *)PQgetvalue(f, i, FIND_DATA), (size_t)PQgetlength(f, i, FIND_DATA),
                             (uint64_t)res_i64(f, i, FIND_BASE), (uint32_t)res_i64(f, i, FIND_COUNT)) < 0)
             return -1;
         int rc;
-        while ((rc = seg_reader_next(&sr, v)) == 1) {
+        while ((rc = seg_reader_next(srp, v)) == 1) {
             if (v->flags & REC_DELETED)
                 continue;
             if (target >= 0) {
@@ -349,6 +360,7 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
                     continue;
             }
             *ts = res_i64(f, i, FIND_TS);
+            c->found_row = i;
             return 1;
         }
         if (rc < 0)
@@ -371,7 +383,7 @@ static void on_message(api_query *q, PGresult *const *res)
     int64_t ts = 0;
     int found = find_in_segments(c, f, &v, &ts);
     if (found < 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 500, "a stored segment could not be decoded");
         return;
     }
@@ -392,7 +404,7 @@ static void on_message(api_query *q, PGresult *const *res)
         }
     }
     if (!found) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 404, "Message not found");
         return;
     }
@@ -536,7 +548,7 @@ static void on_message(api_query *q, PGresult *const *res)
         buf_putc(&b, '}');
     }
     buf_puts(&b, "]}");
-    buf_free(&c->scratch);
+    get_ctx_free(c);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -622,7 +634,9 @@ static void respond_deleted(http_req *r, int ok)
 
 static void on_deleted(api_query *q, PGresult *const *res)
 {
-    respond_deleted(q->http, PQntuples(res[0]) == 1 && res_bool(res[0], 0, MESSAGE_DELETE_DONE));
+    /* the delete is the last statement (a codec-1 segment's re-encoding may come first) */
+    const PGresult *d = res[q->dbr.nstmt - 1];
+    respond_deleted(q->http, PQntuples(d) == 1 && res_bool(d, 0, MESSAGE_DELETE_DONE));
 }
 
 static void on_delete_found(api_query *q, PGresult *const *res)
@@ -631,7 +645,7 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     http_req *r = q->http;
     PGresult *pi = res[0], *f = res[1], *dl = res[2];
     if (PQntuples(pi) == 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         respond_deleted(r, 0);
         return;
     }
@@ -642,13 +656,35 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     size_t tl = 0;
     int found = find_in_segments(c, f, &v, &ts);
     if (found < 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 500, "a stored segment could not be decoded");
         return;
     }
+    const uint8_t *flat = NULL; /* a codec-1 segment, re-encoded as codec 0 before the delete */
+    size_t flat_len = 0;
+    int64_t flat_last = 0;
     if (found) {
         off = (int64_t)v.offset;
         tl = record_txn_text(&v, txn, sizeof txn);
+        int row = c->found_row;
+        const uint8_t *data = (const uint8_t *)PQgetvalue(f, row, FIND_DATA);
+        size_t len = (size_t)PQgetlength(f, row, FIND_DATA);
+        if (segment_is_chunked(data, len)) {
+            buf out;
+            buf_init(&out, 0);
+            if (segment_to_records(data, len, (uint32_t)res_i64(f, row, FIND_COUNT), &out) < 0) {
+                buf_free(&out);
+                get_ctx_free(c);
+                http_respond_error(r, 500, "a stored segment could not be decoded");
+                return;
+            }
+            uint8_t *copy = arena_alloc(&r->ar, out.len);
+            memcpy(copy, out.data, out.len);
+            flat = copy;
+            flat_len = out.len;
+            flat_last = res_i64(f, row, FIND_LAST);
+            buf_free(&out);
+        }
     } else {
         /* retention removed it from the log; a dead letter may still hold a copy */
         for (int i = 0; i < PQntuples(dl) && off < 0; i++) {
@@ -663,7 +699,7 @@ static void on_delete_found(api_query *q, PGresult *const *res)
             }
         }
     }
-    buf_free(&c->scratch);
+    get_ctx_free(c);
     if (off < 0) {
         respond_deleted(r, 0);
         return;
@@ -671,6 +707,16 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     txn[tl] = 0;
     char *t = arena_strndup(&r->ar, txn, tl);
     api_query *d = api_query_new(r, on_deleted, c);
+    if (flat) {
+        /* records inside a producer's zstd frame cannot be marked one by one: the segment becomes
+         * codec 0 first (the same records; only a codec-1 segment is replaced, so a concurrent
+         * delete that did this already is left alone) */
+        int f0 = api_query_stmt(d, "UPDATE queen.segments SET data = $3 WHERE partition_id = $1 AND last_offset = $2 "
+                                   "AND get_byte(data, 0) = 2");
+        api_param_i64(d, f0, pid);
+        api_param_i64(d, f0, flat_last);
+        api_param_bytes(d, f0, flat, flat_len);
+    }
     int s = api_query_stmt(d, "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)");
     api_param_uuid(d, s, r->tenant);
     api_param_uuid(d, s, c->part);

@@ -274,6 +274,8 @@ void api_param_i64(api_query *q, int stmt, int64_t v);
 void api_param_uuid(api_query *q, int stmt, const uint8_t b[16]);
 void api_param_bool(api_query *q, int stmt, int v);
 void api_param_null(api_query *q, int stmt);
+/* A binary parameter (bytea): data must outlive q */
+void api_param_bytes(api_query *q, int stmt, const void *data, size_t len);
 /* Goes async and submits; a refusal is answered 503 at once. */
 void api_query_submit(api_query *q);
 
