@@ -20,6 +20,7 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "queue/options.h"
 
 /* ---- GET /api/v1/messages ---------------------------------------------------------------- */
 
@@ -370,20 +371,6 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
     return 0;
 }
 
-/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
- * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
-static void option_or(buf *b, const json_doc *d, int ok, const char *key)
-{
-    int t = ok ? json_get(d, 0, key) : -1;
-    if (t < 0) {
-        buf_puts(b, "null");
-        return;
-    }
-    size_t n;
-    const char *raw = json_raw(d, t, &n);
-    buf_append(b, raw, n);
-}
-
 static void on_message(api_query *q, PGresult *const *res)
 {
     get_ctx *c = q->arg;
@@ -521,15 +508,15 @@ static void on_message(api_query *q, PGresult *const *res)
     memset(&od, 0, sizeof od);
     int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
     buf_puts(&b, ",\"queueConfig\":{\"leaseTime\":");
-    option_or(&b, &od, ok, "leaseTime");
+    queue_option_raw(&b, &od, ok, "leaseTime");
     buf_puts(&b, ",\"retryLimit\":");
-    option_or(&b, &od, ok, "retryLimit");
+    queue_option_raw(&b, &od, ok, "retryLimit");
     buf_puts(&b, ",\"retryDelay\":");
-    option_or(&b, &od, ok, "retryDelay");
+    queue_option_raw(&b, &od, ok, "retryDelay");
     buf_puts(&b, ",\"ttl\":");
-    option_or(&b, &od, ok, "ttl");
+    queue_option_raw(&b, &od, ok, "ttl");
     buf_puts(&b, ",\"priority\":");
-    option_or(&b, &od, ok, "priority");
+    queue_option_raw(&b, &od, ok, "priority");
     json_doc_free(&od);
     const char *type = has_qm && nbus ? "hybrid" : has_qm ? "queue" : nbus ? "bus" : "none";
     buf_printf(&b, "},\"mode\":{\"hasQueueMode\":%s,\"busGroupsCount\":%d,\"consumedByGroups\":%d,\"type\":\"%s\"},"

@@ -131,14 +131,14 @@ static int setup(void **state)
     g_c = PQconnectdb(g_emb.conninfo);
     if (PQstatus(g_c) != CONNECTION_OK)
         return -1;
-    char err[512];
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int rc = migrate_apply(g_c, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail err;
+    int rc = migrate_apply(g_c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
     buf_free(&defaults);
     if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err);
+        fprintf(stderr, "migrations: %s\n", err.text);
     return rc;
 }
 
