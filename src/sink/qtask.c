@@ -623,6 +623,7 @@ static int on_seg(void *arg, const sinkdb_seg *s)
         c->added_bytes += wgt;
         c->added++;
     }
+    seg_reader_done(&sr);
     return rc < 0 ? -1 : 0;
 }
 

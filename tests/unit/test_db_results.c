@@ -45,6 +45,8 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {"pop_v1", COLS(POP_V1_COLUMNS)},
     {"pop_ns_v1", COLS(POP_NS_V1_COLUMNS)},
+    {"pop_v2", COLS(POP_V2_COLUMNS)},
+    {"pop_ns_v2", COLS(POP_NS_V2_COLUMNS)},
     {"lease_store_v1", COLS(LEASE_STORE_V1_COLUMNS)},
     {"ack_v1", COLS(ACK_V1_COLUMNS)},
     {"lease_extend_v2", COLS(LEASE_EXTEND_V2_COLUMNS)},
@@ -80,6 +82,8 @@ static const shape SHAPES[] = {
     {"streams_state_get_v1", COLS(STREAMS_STATE_GET_V1_COLUMNS)},
     {"streams_cycle_v1", COLS(STREAMS_CYCLE_V1_COLUMNS)},
     {"streams_cycles_v1", COLS(STREAMS_CYCLES_V1_COLUMNS)},
+    {"streams_cycle_v2", COLS(STREAMS_CYCLE_V1_COLUMNS)},
+    {"streams_cycles_v2", COLS(STREAMS_CYCLES_V1_COLUMNS)},
     {"streams_state_rows_v1", COLS(STREAMS_STATE_ROWS_V1_COLUMNS)},
     {"seek_v1", COLS(SEEK_V1_COLUMNS)},
     {"delete_group_v1", COLS(DELETE_GROUP_V1_COLUMNS)},
@@ -127,14 +131,14 @@ static int setup(void **state)
     g_c = PQconnectdb(g_emb.conninfo);
     if (PQstatus(g_c) != CONNECTION_OK)
         return -1;
-    char err[512];
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int rc = migrate_apply(g_c, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail err;
+    int rc = migrate_apply(g_c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
     buf_free(&defaults);
     if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err);
+        fprintf(stderr, "migrations: %s\n", err.text);
     return rc;
 }
 
