@@ -44,6 +44,7 @@ typedef struct pop_ctx {
     int framed;
     qpf_writer qpf;
     int qpf_bad;         /* a message the format cannot carry: the pop answers an error */
+    uint32_t qpf_skip;   /* records left of a producer frame already written as stored */
     buf qpf_tmp;         /* an opened sealed payload */
     buf qpf_errors;      /* payloadErrors entries of the answer's own keys */
 } pop_ctx;
@@ -217,6 +218,20 @@ static void framed_record(pop_ctx *c, const popped_partition *p, const record_vi
 {
     if (c->qpf_bad)
         return;
+    if (c->qpf_skip) { /* inside a producer frame handed out as stored */
+        c->qpf_skip--;
+        return;
+    }
+    /* a producer's frame the claim covers whole goes out as stored (QPF1 codec 1): the client
+     * reads the producer's own frames. Codec 1 is never sealed; a frame with a producer identity
+     * is re-framed, since the stored frames do not carry it. */
+    if (v->zchunk && v->zindex == 0 && !v->producer && (int64_t)v->offset >= p->start &&
+        (int64_t)(v->offset + v->zcount) <= p->end) {
+        if (qpf_stored(&c->qpf, v->offset, ts, v->zcount, v->zchunk, v->zchunk_len) < 0)
+            c->qpf_bad = 1;
+        c->qpf_skip = v->zcount - 1;
+        return;
+    }
     uuid mid;
     uuid_message_id(p->id, v->offset, &mid);
     const char *pl;

@@ -74,8 +74,12 @@ void api_proxy_gate(http_req *r, enum http_access access);
 /* Admits a request of a cluster tenant (status, quotas) and runs its handler, or refuses it
  * with the proxy's codes. Every gate ends here. */
 void api_cp_admit_proceed(http_req *r);
-/* For a request that turns out to push (a transaction with pushes): 1 when it was refused. */
+/* For a request that turns out to push (a transaction with pushes, a stream cycle with sink
+ * pushes): 1 when it was refused (push_blocked, suspended, at the storage ceiling). */
 int api_cp_push_refused(http_req *r);
+/* The same for a request that turns out to write: kind 1 a KV write (refused when suspended or
+ * at the storage ceiling), 2 a push. */
+int api_cp_refused(http_req *r, int kind);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
@@ -281,6 +285,8 @@ void api_param_i64(api_query *q, int stmt, int64_t v);
 void api_param_uuid(api_query *q, int stmt, const uint8_t b[16]);
 void api_param_bool(api_query *q, int stmt, int v);
 void api_param_null(api_query *q, int stmt);
+/* A binary parameter (bytea): data must outlive q */
+void api_param_bytes(api_query *q, int stmt, const void *data, size_t len);
 /* Goes async and submits; a refusal is answered 503 at once. */
 void api_query_submit(api_query *q);
 
