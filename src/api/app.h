@@ -27,7 +27,7 @@ extern const uint8_t DEFAULT_TENANT[16];
 
 /* Counters of the consumption routes (updated on the loop thread, read by /metrics). */
 typedef struct consume_metrics {
-    mcounter pops, pop_empty, pop_messages, pop_waits;
+    mcounter pops, pop_empty, pop_messages, pop_waits, pop_conflated;
     mcounter acks_completed, acks_failed, acks_retry, acks_dlq, acks_rejected;
     mcounter retries, dead_letters;
 } consume_metrics;
