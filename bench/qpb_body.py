@@ -2,8 +2,9 @@
 """Writes a QPB1 binary push body (docs/http-api.md, "The binary body") shaped like bench/push.lua's
 JSON batches: BATCH messages of ~200-byte payloads over PARTS partitions of QUEUE, in groups per
 partition. Every transactionId is empty, so the broker mints one per message and the same body
-can be sent over and over (as push.lua's items carry none). FRAMES=1 writes flag 8: each group's
-messages framed and compressed once here with zstd, as the 2.x client's push_compression does.
+can be sent over and over (as push.lua's items carry none). FRAMES=1 writes flags 4+8: each group's
+messages framed and compressed once here with zstd, as the 2.x client's push_compression does (the
+broker stores each group's frame as it is: codec 1, docs/storage.md).
 Usage: QUEUE=q BATCH=100 PARTS=10 FRAMES=0|1 bench/qpb_body.py OUT"""
 import os
 import struct
@@ -35,4 +36,5 @@ for part, payloads in groups.items():
         for p in payloads:
             body += struct.pack("<H", 0) + struct.pack("<I", len(p)) + p
 with open(sys.argv[1], "wb") as f:
-    f.write(b"QPB1" + bytes([8 if frames else 4]) + bytes(body))
+    # the 2.x client always sets flag 4, with push_compression 4+8 (= 12)
+    f.write(b"QPB1" + bytes([12 if frames else 4]) + bytes(body))

@@ -56,6 +56,29 @@ echo
 rss_kb() { [ -n "$pid" ] && awk '/^VmRSS/ {print $2}' /proc/$pid/status || echo 0; }
 # the broker process's own CPU (user + system, clock ticks; not PostgreSQL's): 0 without a pid
 cpu_ticks() { if [ -n "$pid" ]; then awk '{print $14 + $15}' /proc/$pid/stat; else echo 0; fi; }
+# the CPU of the broker and of the embedded PostgreSQL it started (postmaster and backends; only
+# those alive at the end are counted), clock ticks
+tree_ticks() {
+  [ -n "$pid" ] || { echo 0; return; }
+  local all=$pid p kids
+  # the embedded postmaster daemonizes: found by its data directory, with its backends below
+  kids="$(pgrep -P "$pid" 2>/dev/null || true) $(pgrep -f -- "postgres -D $data/" 2>/dev/null || true)"
+  kids=$(echo $kids)
+  while [ -n "$kids" ]; do
+    all="$all $kids"
+    p=$kids; kids=""
+    for k in $p; do kids="$kids $(pgrep -P "$k" 2>/dev/null || true)"; done
+    kids=$(echo $kids)
+  done
+  for k in $all; do awk '{print $14 + $15}' /proc/$k/stat 2>/dev/null; done | awk '{s += $1} END {print s + 0}'
+}
+# "; broker X µs/msg, with PostgreSQL Y µs/msg" from tick counts around a run of msgs messages
+cpu_note() {
+  local b=$1 t=$2 msgs=$3
+  [ -n "$pid" ] && [ "$msgs" -gt 0 ] || return 0
+  awk -v b="$b" -v t="$t" -v hz="$(getconf CLK_TCK)" -v m="$msgs" \
+    'BEGIN {printf "  broker CPU %.2f µs/msg, with PostgreSQL %.2f µs/msg", b / hz * 1e6 / m, t / hz * 1e6 / m}'
+}
 hwm_kb() { [ -n "$pid" ] && awk '/^VmHWM/ {print $2}' /proc/$pid/status || echo 0; }
 
 printf '%-36s %5s %5s %10s %11s %8s %8s %8s %8s %6s\n' workload conns batch "req/s" "msg/s" "p50 ms" "p90 ms" "p99 ms" "p99.9" errors
@@ -70,14 +93,23 @@ row() {
   units=$(awk -v r="$requests" -v s="$secs" -v n="$num" -v m="$den" 'BEGIN {printf "%.0f", r*n/m/s}')
   printf '%-36s %5d %5s %10s %11s %8s %8s %8s %8s %6d\n' "$name" "$conns" "$batch" "$reqs" "$units$unit" "$p50" "$p90" "$p99" "$p999" $((errors + non2xx))
 }
+# a push row, then the CPU it took per message (broker; broker and PostgreSQL)
+push_row() {
+  local name=$1 conns=$2 batch=$3 out=$4 c0=$5 t0=$6 c1 t1 line
+  c1=$(cpu_ticks); t1=$(tree_ticks)
+  line=$(row "$name" "$conns" "$batch" "$batch" 1 "" "$out") || { echo "$line"; return 1; }
+  eval "$(grep '^RESULT' <<<"$out" | sed 's/^RESULT //')"
+  echo "$line$(cpu_note $((c1 - c0)) $((t1 - t0)) $((requests * batch)))"
+}
 run() {
   local name=$1 conns=$2 batch=$3 queue=$4 random=${5:-0}
   if [ -n "$only" ] && [ "$only" != "$name" ]; then return; fi
   # warm up (creates the queue and partitions), then measure
   RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d2s -s bench/push.lua "$url" >/dev/null 2>&1 || true
-  local out
+  local out c0 t0
+  c0=$(cpu_ticks); t0=$(tree_ticks)
   out=$(RANDOM_PAYLOAD=$random BATCH=$batch QUEUE=$queue PARTS=10 wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push.lua "$url" 2>&1)
-  row "$name" "$conns" "$batch" "$batch" 1 "" "$out"
+  push_row "$name" "$conns" "$batch" "$out" "$c0" "$t0"
 }
 
 run push-batch1-1conn 1 1 bench_b1c1
@@ -94,9 +126,11 @@ run_bin() {
   body=$(mktemp /tmp/queen-bench-qpb-XXXXXX)
   QUEUE=$queue BATCH=$batch PARTS=10 FRAMES=$frames build/venv/bin/python bench/qpb_body.py "$body"
   BODY_FILE=$body wrk -t1 -c"$conns" -d2s -s bench/push-binary.lua "$url" >/dev/null 2>&1 || true
+  local c0 t0
+  c0=$(cpu_ticks); t0=$(tree_ticks)
   out=$(BODY_FILE=$body wrk -t1 -c"$conns" -d"${duration}s" --latency -s bench/push-binary.lua "$url" 2>&1)
   rm -f "$body"
-  row "$name" "$conns" "$batch" "$batch" 1 "" "$out"
+  push_row "$name" "$conns" "$batch" "$out" "$c0" "$t0"
 }
 run_bin push-qpb1-batch100-16conn 16 100 bench_qpb_b100c16 0
 run_bin push-qpb1-frames-batch100-16conn 16 100 bench_qpbz_b100c16 1

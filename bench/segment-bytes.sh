@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench/segment-bytes.sh — bytes per record: our segments (raw and as PostgreSQL stores them) next to
 # the 2.x producer frames of the same records (raw and zstd level 1, groups of 100). Starts
-# build/release/queen on a fresh embedded PostgreSQL; docs/storage.md quotes its figures.
-cd /work/main
+# build/release/queen on a fresh embedded PostgreSQL; docs/storage.md quotes its figures. The
+# *_z queues hold the same records pushed by the real 2.x client with push_compression (QPB1
+# flag 8, kept as codec-1 segments: the producer's zstd frames as sent).
+cd "$(dirname "$0")/.."
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 data=$(mktemp -d /tmp/queen-exp-XXXXXX); chmod 755 $data
 PORT=$port HOST=127.0.0.1 QUEEN_DATA_DIR=$data QUEEN_LOG_LEVEL=warn build/release/queen > $data.log 2>&1 &
@@ -39,9 +41,22 @@ for q, rand in (("exp_plain", False), ("exp_rand", True)):
             raw_total += len(fr)
             z_total += len(zstandard.ZstdCompressor(level=1, write_content_size=True).compress(bytes(fr)))
     print(f"{q}: producer frames {raw_total/len(its):.1f} B/record raw, {z_total/len(its):.1f} B/record as zstd level-1 frames of 100")
+    # the same records from the 2.x client, producer-compressed frames (one frame per partition per push)
+    import asyncio
+    from queen import Queen
+    async def frames():
+        async with Queen(f"http://127.0.0.1:{port}", binary_push=True, push_compression=True) as c:
+            for k in range(0, len(its), 1000):
+                by = {}
+                for it in its[k:k+1000]:
+                    by.setdefault(it["partition"], []).append({"data": it["payload"]})
+                for part, items in by.items():
+                    res = await c.queue(q + "_z").partition(part).push(items)
+                    assert all(r["status"] == "queued" for r in res), res[:3]
+    asyncio.run(frames())
 PY
 psql_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 sock=$data/run
-for q in exp_plain exp_rand; do
-runuser -u postgres -- $psql_bin/psql -h $sock -p 5432 -U postgres -d queen -At -c "SELECT '$q', count(*), sum(record_count), sum(payload_bytes), sum(pg_column_size(s.data)), sum(octet_length(s.data)) FROM queen.segments s JOIN queen.partitions p ON p.id=s.partition_id JOIN queen.queues q ON q.id=p.queue_id WHERE q.name='$q'" 2>&1 || true
+for q in exp_plain exp_rand exp_plain_z exp_rand_z; do
+runuser -u postgres -- $psql_bin/psql -h $sock -p 5432 -U postgres -d queen -At -c "SELECT '$q', count(*) AS segments, sum(record_count) AS records, round(sum(octet_length(s.data))::numeric / sum(record_count), 1) AS raw_b_per_rec, round(sum(pg_column_size(s.data))::numeric / sum(record_count), 1) AS stored_b_per_rec, string_agg(DISTINCT get_byte(s.data, 0)::text, ',') AS codec_bytes FROM queen.segments s JOIN queen.partitions p ON p.id=s.partition_id JOIN queen.queues q ON q.id=p.queue_id WHERE q.name='$q'" 2>&1 || true
 done

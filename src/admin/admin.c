@@ -244,13 +244,58 @@ int admin_status_parse(const char *s, enum rec_status *out)
     return -1;
 }
 
+/* A dead letter of a record inside a producer's zstd frame (codec 1): REC_ZREF, the record's index
+ * in the chunk, then the chunk as stored (queen.record_at_v1). Its record is re-encoded as ours. */
+static int zref_to_record(const uint8_t *rec, size_t len, buf *scratch)
+{
+    const uint8_t *p = rec + 1, *end = rec + len;
+    uint64_t index, count;
+    if (varint_get(&p, end, &index) < 0 || p >= end || (*p != CHUNK_ZFRAMES && *p != CHUNK_ZFRAMES_ANON))
+        return -1;
+    const uint8_t *q = p + 1;
+    if (varint_get(&q, end, &count) < 0 || index >= count || count > UINT32_MAX)
+        return -1;
+    buf seg;
+    buf_init(&seg, 0);
+    segment_begin_chunked(&seg);
+    buf_append(&seg, p, (size_t)(end - p));
+    buf whole;
+    buf_init(&whole, 0);
+    int rc = segment_to_records((const uint8_t *)seg.data, seg.len, (uint32_t)count, &whole);
+    buf_free(&seg);
+    if (rc == 0) {
+        /* the index-th record of the re-encoded segment, as one record */
+        seg_reader sr;
+        record_view v;
+        const uint8_t *at = NULL;
+        seg_reader_init(&sr, (const uint8_t *)whole.data, whole.len, 0, (uint32_t)count);
+        for (uint64_t i = 0; i <= index && rc == 0; i++) {
+            at = sr.p;
+            rc = seg_reader_next(&sr, &v) == 1 ? 0 : -1;
+        }
+        if (rc == 0) {
+            buf_reset(scratch);
+            segment_begin(scratch);
+            buf_append(scratch, at, (size_t)(sr.p - at));
+        }
+        seg_reader_done(&sr);
+    }
+    buf_free(&whole);
+    return rc;
+}
+
 int admin_record_decode(const uint8_t *rec, size_t len, uint64_t offset, buf *scratch, record_view *out)
 {
-    /* a one-record segment: the version byte, then the record as stored */
-    buf_reset(scratch);
-    segment_begin(scratch);
-    if (buf_append(scratch, rec, len) < 0)
-        return -1;
+    if (len >= 1 && rec[0] == REC_ZREF) {
+        if (zref_to_record(rec, len, scratch) < 0)
+            return -1;
+    } else {
+        /* a one-record segment: the version byte, then the record as stored */
+        buf_reset(scratch);
+        segment_begin(scratch);
+        if (buf_append(scratch, rec, len) < 0)
+            return -1;
+    }
     seg_reader sr;
     if (seg_reader_init(&sr, (const uint8_t *)scratch->data, scratch->len, offset, 1) < 0)
         return -1;

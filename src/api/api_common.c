@@ -365,6 +365,15 @@ void api_param_null(api_query *q, int stmt)
     api_param_text(q, stmt, NULL);
 }
 
+void api_param_bytes(api_query *q, int stmt, const void *data, size_t len)
+{
+    int i;
+    const char **slot = param_slot(q, stmt, &i);
+    *slot = data;
+    q->p[stmt].lengths[i] = (int)len;
+    q->p[stmt].formats[i] = 1;
+}
+
 void api_param_i64(api_query *q, int stmt, int64_t v)
 {
     int i;

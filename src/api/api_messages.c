@@ -20,6 +20,7 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "queue/options.h"
 
 /* ---- GET /api/v1/messages ---------------------------------------------------------------- */
 
@@ -215,6 +216,7 @@ static void on_messages(api_query *q, PGresult *const *res)
         while (nv < count && (rc = seg_reader_next(&sr, &pg.views[nv])) == 1)
             nv++;
         if (nv != count) {
+            seg_reader_done(&sr);
             corrupt = 1;
             break;
         }
@@ -241,6 +243,7 @@ static void on_messages(api_query *q, PGresult *const *res)
                 buf_putc(&b, ',');
             record_list_json(&b, &pg, p, v, ts, st);
         }
+        seg_reader_done(&sr);
     }
     free(pg.parts);
     free(pg.dead);
@@ -323,19 +326,30 @@ typedef struct get_ctx {
     int is_msg_id;
     uint64_t msg_pid, msg_off;
     buf scratch;
+    seg_reader sr;  /* the segment the record was found in: its views live until get_ctx_free */
+    int found_row;  /* its row in message_find_v1's result */
+    api_locate_fn located; /* api_message_locate */
+    void *located_arg;
 } get_ctx;
+
+static void get_ctx_free(get_ctx *c)
+{
+    buf_free(&c->scratch);
+    seg_reader_done(&c->sr);
+}
 
 /* Looks for the record in the segments found; 1 with *v set, 0 not there, -1 corrupt. */
 static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64_t *ts)
 {
     for (int i = 0; i < PQntuples(f); i++) {
         int64_t target = res_null(f, i, FIND_TARGET) ? -1 : res_i64(f, i, FIND_TARGET);
-        seg_reader sr;
-        if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(f, i, FIND_DATA), (size_t)PQgetlength(f, i, FIND_DATA),
+        seg_reader *srp = &c->sr;
+        seg_reader_done(srp);
+        if (seg_reader_init(srp, (const uint8_t *)PQgetvalue(f, i, FIND_DATA), (size_t)PQgetlength(f, i, FIND_DATA),
                             (uint64_t)res_i64(f, i, FIND_BASE), (uint32_t)res_i64(f, i, FIND_COUNT)) < 0)
             return -1;
         int rc;
-        while ((rc = seg_reader_next(&sr, v)) == 1) {
+        while ((rc = seg_reader_next(srp, v)) == 1) {
             if (v->flags & REC_DELETED)
                 continue;
             if (target >= 0) {
@@ -348,26 +362,13 @@ static int find_in_segments(get_ctx *c, const PGresult *f, record_view *v, int64
                     continue;
             }
             *ts = res_i64(f, i, FIND_TS);
+            c->found_row = i;
             return 1;
         }
         if (rc < 0)
             return -1;
     }
     return 0;
-}
-
-/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
- * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
-static void option_or(buf *b, const json_doc *d, int ok, const char *key)
-{
-    int t = ok ? json_get(d, 0, key) : -1;
-    if (t < 0) {
-        buf_puts(b, "null");
-        return;
-    }
-    size_t n;
-    const char *raw = json_raw(d, t, &n);
-    buf_append(b, raw, n);
 }
 
 static void on_message(api_query *q, PGresult *const *res)
@@ -384,7 +385,7 @@ static void on_message(api_query *q, PGresult *const *res)
     int64_t ts = 0;
     int found = find_in_segments(c, f, &v, &ts);
     if (found < 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 500, "a stored segment could not be decoded");
         return;
     }
@@ -405,7 +406,7 @@ static void on_message(api_query *q, PGresult *const *res)
         }
     }
     if (!found) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 404, "Message not found");
         return;
     }
@@ -507,15 +508,15 @@ static void on_message(api_query *q, PGresult *const *res)
     memset(&od, 0, sizeof od);
     int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
     buf_puts(&b, ",\"queueConfig\":{\"leaseTime\":");
-    option_or(&b, &od, ok, "leaseTime");
+    queue_option_raw(&b, &od, ok, "leaseTime");
     buf_puts(&b, ",\"retryLimit\":");
-    option_or(&b, &od, ok, "retryLimit");
+    queue_option_raw(&b, &od, ok, "retryLimit");
     buf_puts(&b, ",\"retryDelay\":");
-    option_or(&b, &od, ok, "retryDelay");
+    queue_option_raw(&b, &od, ok, "retryDelay");
     buf_puts(&b, ",\"ttl\":");
-    option_or(&b, &od, ok, "ttl");
+    queue_option_raw(&b, &od, ok, "ttl");
     buf_puts(&b, ",\"priority\":");
-    option_or(&b, &od, ok, "priority");
+    queue_option_raw(&b, &od, ok, "priority");
     json_doc_free(&od);
     const char *type = has_qm && nbus ? "hybrid" : has_qm ? "queue" : nbus ? "bus" : "none";
     buf_printf(&b, "},\"mode\":{\"hasQueueMode\":%s,\"busGroupsCount\":%d,\"consumedByGroups\":%d,\"type\":\"%s\"},"
@@ -549,26 +550,23 @@ static void on_message(api_query *q, PGresult *const *res)
         buf_putc(&b, '}');
     }
     buf_puts(&b, "]}");
-    buf_free(&c->scratch);
+    get_ctx_free(c);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
 
-/* The statements that find one record: 0 its partition, 1 the segments that may hold it,
- * 2 the partition's cursors (with_cursors), then its dead letters. */
-static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, api_query **out)
+/* The statements that find one record of partition pu: 0 its partition, 1 the segments that
+ * may hold it, 2 the partition's cursors (with_cursors), then its dead letters. */
+static get_ctx *record_query(http_req *r, const uuid *pu_in, const char *txn, size_t txn_len, api_query_fn done,
+                             int with_cursors, api_query **out)
 {
-    uuid pu;
-    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
-        http_respond_error(r, 400, "partitionId must be a UUID");
-        return NULL;
-    }
+    uuid pu = *pu_in;
     get_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     buf_init(&c->scratch, 0);
     memcpy(c->part, pu.b, 16);
-    c->txn = r->params[1];
-    c->txn_len = strlen(c->txn);
+    c->txn = txn;
+    c->txn_len = txn_len;
     uuid mid;
     if (uuid_parse(c->txn, c->txn_len, &mid) == 0 && uuid_message_id_decode(&mid, &c->msg_pid, &c->msg_off) == 0)
         c->is_msg_id = 1;
@@ -611,6 +609,61 @@ static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, 
     return c;
 }
 
+static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, api_query **out)
+{
+    uuid pu;
+    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
+        http_respond_error(r, 400, "partitionId must be a UUID");
+        return NULL;
+    }
+    return record_query(r, &pu, r->params[1], strlen(r->params[1]), done, with_cursors, out);
+}
+
+static void on_located(api_query *q, PGresult *const *res)
+{
+    get_ctx *c = q->arg;
+    http_req *r = q->http;
+    PGresult *pi = res[0], *f = res[1], *dl = res[2];
+    if (PQntuples(pi) == 0) {
+        get_ctx_free(c);
+        c->located(r, c->located_arg, -2);
+        return;
+    }
+    int64_t pid = res_i64(pi, 0, 0);
+    record_view v;
+    int64_t ts = 0, off = -1;
+    int found = find_in_segments(c, f, &v, &ts);
+    if (found < 0) {
+        get_ctx_free(c);
+        http_respond_error(r, 500, "a stored segment could not be decoded");
+        return;
+    }
+    if (found)
+        off = (int64_t)v.offset;
+    for (int i = 0; i < PQntuples(dl) && off < 0; i++) {
+        int64_t o = res_i64(dl, i, 2);
+        size_t tl;
+        const char *t = res_text(dl, i, 7, &tl);
+        if ((c->is_msg_id && (int64_t)c->msg_pid == pid && (uint64_t)o == c->msg_off) ||
+            (tl == c->txn_len && memcmp(t, c->txn, tl) == 0))
+            off = o;
+    }
+    get_ctx_free(c);
+    c->located(r, c->located_arg, off);
+}
+
+void api_message_locate(http_req *r, const uint8_t part[16], const char *txn, size_t txn_len, api_locate_fn done,
+                        void *arg)
+{
+    uuid pu;
+    memcpy(pu.b, part, 16);
+    api_query *q;
+    get_ctx *c = record_query(r, &pu, txn, txn_len, on_located, 0, &q);
+    c->located = done;
+    c->located_arg = arg;
+    api_query_submit(q);
+}
+
 void api_message_get(http_req *r)
 {
     api_query *q;
@@ -635,7 +688,9 @@ static void respond_deleted(http_req *r, int ok)
 
 static void on_deleted(api_query *q, PGresult *const *res)
 {
-    respond_deleted(q->http, PQntuples(res[0]) == 1 && res_bool(res[0], 0, MESSAGE_DELETE_DONE));
+    /* the delete is the last statement (a codec-1 segment's re-encoding may come first) */
+    const PGresult *d = res[q->dbr.nstmt - 1];
+    respond_deleted(q->http, PQntuples(d) == 1 && res_bool(d, 0, MESSAGE_DELETE_DONE));
 }
 
 static void on_delete_found(api_query *q, PGresult *const *res)
@@ -644,7 +699,7 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     http_req *r = q->http;
     PGresult *pi = res[0], *f = res[1], *dl = res[2];
     if (PQntuples(pi) == 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         respond_deleted(r, 0);
         return;
     }
@@ -655,13 +710,35 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     size_t tl = 0;
     int found = find_in_segments(c, f, &v, &ts);
     if (found < 0) {
-        buf_free(&c->scratch);
+        get_ctx_free(c);
         http_respond_error(r, 500, "a stored segment could not be decoded");
         return;
     }
+    const uint8_t *flat = NULL; /* a codec-1 segment, re-encoded as codec 0 before the delete */
+    size_t flat_len = 0;
+    int64_t flat_last = 0;
     if (found) {
         off = (int64_t)v.offset;
         tl = record_txn_text(&v, txn, sizeof txn);
+        int row = c->found_row;
+        const uint8_t *data = (const uint8_t *)PQgetvalue(f, row, FIND_DATA);
+        size_t len = (size_t)PQgetlength(f, row, FIND_DATA);
+        if (segment_is_chunked(data, len)) {
+            buf out;
+            buf_init(&out, 0);
+            if (segment_to_records(data, len, (uint32_t)res_i64(f, row, FIND_COUNT), &out) < 0) {
+                buf_free(&out);
+                get_ctx_free(c);
+                http_respond_error(r, 500, "a stored segment could not be decoded");
+                return;
+            }
+            uint8_t *copy = arena_alloc(&r->ar, out.len);
+            memcpy(copy, out.data, out.len);
+            flat = copy;
+            flat_len = out.len;
+            flat_last = res_i64(f, row, FIND_LAST);
+            buf_free(&out);
+        }
     } else {
         /* retention removed it from the log; a dead letter may still hold a copy */
         for (int i = 0; i < PQntuples(dl) && off < 0; i++) {
@@ -676,7 +753,7 @@ static void on_delete_found(api_query *q, PGresult *const *res)
             }
         }
     }
-    buf_free(&c->scratch);
+    get_ctx_free(c);
     if (off < 0) {
         respond_deleted(r, 0);
         return;
@@ -684,6 +761,16 @@ static void on_delete_found(api_query *q, PGresult *const *res)
     txn[tl] = 0;
     char *t = arena_strndup(&r->ar, txn, tl);
     api_query *d = api_query_new(r, on_deleted, c);
+    if (flat) {
+        /* records inside a producer's zstd frame cannot be marked one by one: the segment becomes
+         * codec 0 first (the same records; only a codec-1 segment is replaced, so a concurrent
+         * delete that did this already is left alone) */
+        int f0 = api_query_stmt(d, "UPDATE queen.segments SET data = $3 WHERE partition_id = $1 AND last_offset = $2 "
+                                   "AND get_byte(data, 0) = 2");
+        api_param_i64(d, f0, pid);
+        api_param_i64(d, f0, flat_last);
+        api_param_bytes(d, f0, flat, flat_len);
+    }
     int s = api_query_stmt(d, "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)");
     api_param_uuid(d, s, r->tenant);
     api_param_uuid(d, s, c->part);

@@ -2,10 +2,12 @@
  *
  * The body is decoded and checked whole (storage/qpb.c) before anything is stored, then its
  * items take the same group commit as the JSON push: same dedup, offsets, stamps, producer
- * identity and sealing. A flag-8 body (frames compressed by the producer) is decompressed and
- * its records stored like any other push; the producer's message ids are checked (version 7)
- * but not kept: a record's id is derived from its partition and offset (docs/storage.md,
- * "The binary push"). The answer is the JSON push's, or with flag 2 the counts only. */
+ * identity and sealing. A flag-8 body (frames compressed by the producer) is decompressed to be
+ * checked, and each group's zstd frame is stored as it was sent (codec 1) unless the group must
+ * be re-encoded: a sealed queue, or a duplicate inside it. A record's id is derived from its
+ * partition and offset, as for every push; a frame without a transactionId gets its message id's
+ * text as one (what the frame reads back with). docs/storage.md, "Codec 1". The answer is the
+ * JSON push's, or with flag 2 the counts only. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -123,6 +125,13 @@ void api_push_binary(http_req *r)
             pi->txn = q->txn;
             pi->txn_len = q->txn_len;
             pi->txn_producer = 1;
+        } else if (q->has_id) {
+            uuid u;
+            memcpy(u.b, q->id, 16);
+            char *t = arena_alloc(&r->ar, UUID_STR_LEN + 1);
+            uuid_format(&u, t);
+            pi->txn = t;
+            pi->txn_len = UUID_STR_LEN;
         } else {
             uuid u;
             uuid_v7(&u);
@@ -130,6 +139,20 @@ void api_push_binary(http_req *r)
             uuid_format(&u, t);
             pi->txn = t;
             pi->txn_len = UUID_STR_LEN;
+        }
+    }
+    if (body.zgroups) {
+        push_zframe *zf = arena_alloc(&r->ar, body.groups * sizeof *zf);
+        for (uint32_t g = 0; g < body.groups; g++) {
+            const qpb_zgroup *zg = &body.zgroups[g];
+            /* a frame without a transactionId would be handed out by the framed pop without one
+             * (the 2.x client always sends one): such a chunk is stored, but re-framed at pop */
+            int all_txn = 1;
+            for (uint32_t i = 0; i < zg->n; i++)
+                all_txn &= body.items[zg->first + i].txn_len > 0;
+            zf[g] = (push_zframe){zg->z, zg->zlen, &pr->items[zg->first], zg->n, !all_txn};
+            for (uint32_t i = 0; i < zg->n; i++)
+                pr->items[zg->first + i].zf = &zf[g];
         }
     }
     http_async(r);

@@ -468,32 +468,20 @@ void api_transaction(http_req *r)
     c->st_kv = c->st_tm = -1;
     int kvt = json_get(&d, 0, "kv"), tmt = json_get(&d, 0, "timers");
     if (kvt >= 0) {
-        kvw_refusal why = {0};
-        if (kvw_parse(&d, kvt, "kv", 1, &r->ar, &c->kv, &c->nkv, &why) < 0) {
+        qerr_detail why;
+        qerr e = kvw_parse(&d, kvt, "kv", 1, &r->ar, &c->kv, &c->nkv, &why);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            buf b;
-            buf_init(&b, 0);
-            http_refusal_open(&b, why.status, why.code, why.reason, why.detail);
-            if (why.index >= 0)
-                buf_printf(&b, ",\"index\":%d", why.index);
-            buf_putc(&b, '}');
-            http_respond_json(r, why.status, &b);
-            buf_free(&b);
+            http_respond_qerr_refusal(r, e, &why);
             return;
         }
     }
     if (tmt >= 0) {
-        timer_refusal why = {0};
-        if (timer_ops_parse(&d, tmt, "timers", &r->ar, &c->tm, &c->ntm, &why) < 0) {
+        qerr_detail why;
+        qerr e = timer_ops_parse(&d, tmt, "timers", &r->ar, &c->tm, &c->ntm, &why);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            buf b;
-            buf_init(&b, 0);
-            http_refusal_open(&b, why.status, why.code, why.reason, why.detail);
-            if (why.index >= 0)
-                buf_printf(&b, ",\"index\":%d", why.index);
-            buf_putc(&b, '}');
-            http_respond_json(r, why.status, &b);
-            buf_free(&b);
+            http_respond_qerr_refusal(r, e, &why);
             return;
         }
     }

@@ -139,6 +139,13 @@ void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
 void api_message_delete(http_req *r);
+/* Finds one record of a partition (its UUID as stored) as GET /api/v1/messages/:p/:t does:
+ * done(r, arg, off) with its offset, -1 when it is not there (neither in the log nor as a dead
+ * letter), -2 when the partition is not the tenant's. A database failure or a corrupt segment
+ * is answered on r and done does not run. */
+typedef void (*api_locate_fn)(http_req *r, void *arg, int64_t off);
+void api_message_locate(http_req *r, const uint8_t part[16], const char *txn, size_t txn_len, api_locate_fn done,
+                        void *arg);
 /* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
  * dead letter (api_dlq.c; docs/http-api.md). */
 void api_message_retry(http_req *r);
@@ -274,6 +281,8 @@ void api_param_i64(api_query *q, int stmt, int64_t v);
 void api_param_uuid(api_query *q, int stmt, const uint8_t b[16]);
 void api_param_bool(api_query *q, int stmt, int v);
 void api_param_null(api_query *q, int stmt);
+/* A binary parameter (bytea): data must outlive q */
+void api_param_bytes(api_query *q, int stmt, const void *data, size_t len);
 /* Goes async and submits; a refusal is answered 503 at once. */
 void api_query_submit(api_query *q);
 

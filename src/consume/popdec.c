@@ -28,6 +28,12 @@ int pop_decoder_row(pop_decoder *d, const pop_row *r)
         out->retry_at = r->c;
         return 0;
     }
+    if (r->kind == POP_ROW_POLICY) {
+        out->policy = 1;
+        out->conflation = r->a != 0;
+        out->conflict = r->b != 0;
+        return 0;
+    }
     if (r->kind == POP_ROW_HINT) {
         popped_partition hint;
         memset(&hint, 0, sizeof hint);
@@ -62,6 +68,7 @@ int pop_decoder_row(pop_decoder *d, const pop_row *r)
     seg_reader sr;
     if (seg_reader_init(&sr, r->seg_data, r->seg_len, (uint64_t)r->a, (uint32_t)r->seg_count) < 0)
         return -1;
+    seg_reader_skip_below(&sr, (uint64_t)d->cur.start);
     record_view v;
     int rc;
     while ((rc = seg_reader_next(&sr, &v)) == 1) {
@@ -72,6 +79,7 @@ int pop_decoder_row(pop_decoder *d, const pop_row *r)
         out->records++;
         d->on_record(d->arg, &d->cur, &v, r->seg_ts);
     }
+    seg_reader_done(&sr);
     return rc < 0 ? -1 : 0;
 }
 

@@ -140,6 +140,27 @@ int qpf_message(qpf_writer *w, uint64_t offset, int64_t created_at_us, const uin
     return w->body.overflow ? -1 : 0;
 }
 
+int qpf_stored(qpf_writer *w, uint64_t base_offset, int64_t created_at_us, uint32_t count, const uint8_t *z,
+               size_t zlen)
+{
+    uint64_t last = base_offset + count - 1;
+    if (!w->in_claim || count == 0 || base_offset < w->claim_start || last > w->claim_end || zlen > UINT32_MAX)
+        return -1;
+    if (w->in_record && base_offset < w->rec_next)
+        return -1;
+    close_record(w);
+    put_u64(&w->body, base_offset);
+    put_u64(&w->body, (uint64_t)created_at_us);
+    put_u32(&w->body, count);
+    buf_putc(&w->body, QPF_CODEC_ZSTD);
+    put_u32(&w->body, (uint32_t)zlen);
+    buf_append(&w->body, z, zlen);
+    w->claim_records++;
+    w->rec_next = last + 1;
+    w->messages += count;
+    return w->body.overflow ? -1 : 0;
+}
+
 int qpf_finish(qpf_writer *w, const char *extra, size_t el, buf *out)
 {
     close_claim(w);

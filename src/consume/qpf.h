@@ -65,6 +65,12 @@ int qpf_message(qpf_writer *w, uint64_t offset, int64_t created_at_us, const uin
                 const uint8_t *trace, const char *txn, size_t tl, const char *producer, size_t pl,
                 const char *payload, size_t plen);
 
+/* Adds count messages of the open claim, base_offset .. base_offset+count-1 (ascending, within the
+ * claim), as one record of codec 1 whose bytes are z: a zstd frame of their frames exactly as
+ * the producer sent them (a codec-1 segment's chunk, storage/record.h). -1 as qpf_message. */
+int qpf_stored(qpf_writer *w, uint64_t base_offset, int64_t created_at_us, uint32_t count, const uint8_t *z,
+               size_t zlen);
+
 /* The whole answer into out (appended): magic, version 1, extra (a JSON object text, NULL or
  * empty: "{}"), then the body. Frees the writer. -1 when it overflowed its max. */
 int qpf_finish(qpf_writer *w, const char *extra, size_t el, buf *out);

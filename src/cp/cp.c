@@ -12,6 +12,8 @@
 #include "core/uuid.h"
 #include "cp/cp_results.h"
 
+const uint8_t CP_PROXY_TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+
 #define CP_ROUND_MS 1000
 #define CP_STORAGE_EVERY 5 /* rounds */
 #define CP_MAX_WAITERS 256

@@ -169,6 +169,7 @@ int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, 
             if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, row, 8), (size_t)PQgetlength(res, row, 8),
                                 (uint64_t)base, count) < 0)
                 return -1;
+            seg_reader_skip_below(&sr, (uint64_t)fe->offset);
             record_view v;
             int rc;
             while ((rc = seg_reader_next(&sr, &v)) == 1) {
@@ -198,6 +199,7 @@ int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, 
                     break;
                 }
             }
+            seg_reader_done(&sr);
             if (rc < 0)
                 return -1;
         }

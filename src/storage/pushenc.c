@@ -31,14 +31,82 @@ void push_enc_free(push_enc *e)
     memset(e, 0, sizeof *e);
 }
 
-/* Encodes a group's records as one segment into seg, their payloads sealed under key when
- * g->sealed (an empty payload too, so every record says sealed); *bytes = the stored payload
- * bytes. -1 when a seal failed (the segment is then incomplete). */
-static int encode_group(const push_group *g, const seal_key *key, buf *seg, buf *sealed, uint64_t *bytes)
+/* Whether g->items[k] starts a producer frame that reaches the encoder whole: its n items in
+ * order, none dropped as a duplicate, and nothing to seal. */
+static int zframe_whole(const push_group *g, uint32_t k)
+{
+    const push_item *it = g->items[k];
+    const push_zframe *zf = it->zf;
+    if (!zf || g->sealed || zf->first != it || g->n - k < zf->n)
+        return 0;
+    for (uint32_t j = 1; j < zf->n; j++)
+        if (g->items[k + j] != zf->first + j)
+            return 0;
+    return 1;
+}
+
+static void encode_one(buf *seg, const push_item *it)
+{
+    const push_req *own = it->req;
+    record_in rec = {
+        .txn = it->txn,
+        .txn_len = it->txn_len,
+        .txn_producer = it->txn_producer,
+        .trace = it->has_trace ? it->trace : NULL,
+        .producer = own->producer,
+        .producer_len = own->producer_len,
+        .payload = it->payload,
+        .payload_len = it->payload_len,
+    };
+    record_encode(seg, &rec);
+}
+
+/* Codec 1: the producer frames that arrived whole are kept as they were sent (one zstd chunk
+ * each), the other records go in chunks of our records between them. */
+static void encode_chunked(const push_group *g, buf *seg, buf *recs, uint64_t *bytes)
 {
     buf_reset(seg);
-    segment_begin(seg);
+    segment_begin_chunked(seg);
+    buf_reset(recs);
+    uint32_t nrec = 0;
+    for (uint32_t k = 0; k < g->n;) {
+        const push_item *it = g->items[k];
+        *bytes += it->payload_len;
+        if (!zframe_whole(g, k)) {
+            encode_one(recs, it);
+            nrec++;
+            k++;
+            continue;
+        }
+        if (nrec) {
+            segment_chunk_records(seg, nrec, recs->data, recs->len);
+            buf_reset(recs);
+            nrec = 0;
+        }
+        const push_zframe *zf = it->zf;
+        for (uint32_t j = 1; j < zf->n; j++)
+            *bytes += g->items[k + j]->payload_len;
+        segment_chunk_zframes(seg, zf->n, it->req->producer, it->req->producer_len, zf->z, zf->zlen, zf->anon);
+        k += zf->n;
+    }
+    if (nrec)
+        segment_chunk_records(seg, nrec, recs->data, recs->len);
+}
+
+/* Encodes a group's records as one segment into seg, their payloads sealed under key when
+ * g->sealed (an empty payload too, so every record says sealed); *bytes = the stored payload
+ * bytes. -1 when a seal failed (the segment is then incomplete). A group holding a producer
+ * frame that arrived whole is written as codec 1 (encode_chunked). */
+static int encode_group(const push_group *g, const seal_key *key, buf *seg, buf *sealed, uint64_t *bytes)
+{
     *bytes = 0;
+    for (uint32_t k = 0; k < g->n; k++)
+        if (zframe_whole(g, k)) {
+            encode_chunked(g, seg, sealed, bytes);
+            return 0;
+        }
+    buf_reset(seg);
+    segment_begin(seg);
     for (uint32_t k = 0; k < g->n; k++) {
         const push_item *it = g->items[k];
         const push_req *own = it->req;

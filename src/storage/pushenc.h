@@ -18,6 +18,17 @@
 
 enum push_status { PUSH_PENDING = 0, PUSH_QUEUED, PUSH_DUPLICATE, PUSH_FULL };
 
+/* A producer's zstd frame of pre-framed records (QPB1 flag 8), kept as the stored bytes when
+ * its items reach the encoder whole: first .. first+n-1, consecutive, none a duplicate, for a
+ * queue that is not sealed (docs/storage.md, "Codec 1"). */
+typedef struct push_zframe {
+    const uint8_t *z;
+    size_t zlen;
+    struct push_item *first;
+    uint32_t n;
+    int anon; /* some frames carry no transactionId */
+} push_zframe;
+
 typedef struct push_item {
     /* in */
     const char *queue;
@@ -31,6 +42,7 @@ typedef struct push_item {
     uint8_t txn_producer; /* supplied by the producer: deduplicated */
     uint8_t has_trace;
     uint8_t trace[16];
+    const push_zframe *zf; /* the producer frame the item came in, or NULL */
     /* out (valid in done when the request succeeded) */
     uint8_t status;
     uint64_t offset;

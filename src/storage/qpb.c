@@ -194,6 +194,8 @@ static int decode_groups(rd *rr, uint8_t flags, size_t budget, arena *ar, qpb_bo
     if (groups > (r.n - r.at) / 10)
         return fail(e, "truncated", -1, -1, "%u groups do not fit in the %zu bytes that follow", groups, r.n - r.at);
     out->groups = groups;
+    if (flags & QPB_FLAG_FRAMES)
+        out->zgroups = arena_alloc(ar, (groups ? groups : 1) * sizeof *out->zgroups);
     size_t cap = 0, total = 0;
     qpb_item *items = NULL;
     for (uint32_t g = 0; g < groups; g++) {
@@ -249,6 +251,7 @@ static int decode_groups(rd *rr, uint8_t flags, size_t budget, arena *ar, qpb_bo
         if (flags & QPB_FLAG_FRAMES) {
             if (frames(fr, frn, n, gi, g, e) < 0)
                 return -1;
+            out->zgroups[g] = (qpb_zgroup){zp, zlen, (uint32_t)total, n};
         } else {
             for (uint32_t i = 0; i < n; i++) {
                 if (flags & QPB_FLAG_TXN) {

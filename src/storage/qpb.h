@@ -48,11 +48,19 @@ typedef struct qpb_item {
     uint32_t pos;
 } qpb_item;
 
+/* flag 8: a group's zstd frame as sent, and its items (items[first .. first+n)) */
+typedef struct qpb_zgroup {
+    const uint8_t *z;
+    size_t zlen;
+    uint32_t first, n;
+} qpb_zgroup;
+
 typedef struct qpb_body {
     uint8_t flags;
     uint32_t groups;
     uint32_t n;
     qpb_item *items; /* in wire order */
+    qpb_zgroup *zgroups; /* flag 8: one per group; else NULL */
     size_t raw_bytes; /* decompressed bytes this body expanded to */
 } qpb_body;
 

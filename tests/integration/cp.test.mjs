@@ -185,6 +185,17 @@ describe('control plane', () => {
     let r = await get(px(p1), '/api/v1/resources/queues', other);
     assert.equal(r.status, 403);
     assert.equal(r.json.code, 'forbidden');
+    // the proxy's own tenant (its KV holds the clusters' sealed S3 secrets) is reached by no
+    // JWT, on either port, and cannot be a cluster's
+    const proxyT = bearer(sign('HS256', SECRET, { role: 'admin', tenant: '00000000-0000-0000-0000-000000000002', exp: nowS() + 600 }));
+    for (const base of [px(p1), n1.url]) {
+      r = await get(base, '/api/v1/kv/queen-cp-s3', proxyT);
+      assert.equal(r.status, 403, r.text);
+      assert.equal(r.json.code, 'forbidden');
+    }
+    r = await cp.post('/clusters', { name: 'proxy', tenant: '00000000-0000-0000-0000-000000000002' });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.code, 'invalid_tenant');
     // a JWT naming the cluster's tenant is that cluster
     const jwtA = bearer(sign('HS256', SECRET, { role: 'admin', tenant: TA, exp: nowS() + 600 }));
     r = await get(px(p1), '/api/v1/resources/queues/orders', jwtA);

@@ -8,6 +8,9 @@
 
 #include <cmocka.h>
 
+#include <zstd.h>
+
+#include "core/uuid.h"
 #include "storage/record.h"
 
 static const uint8_t TRACE[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
@@ -301,10 +304,16 @@ static void test_bad_header(void **state)
     seg_reader s;
     static const uint8_t v0[] = {0};
     static const uint8_t v2[] = {2, 0x00, 0x00, 0x00};
+    static const uint8_t v3[] = {3, 0x00, 0x00, 0x00};
     static const uint8_t vff[] = {0xff};
     assert_int_equal(seg_reader_init(&s, v0, 0, 0, 0), -1); /* no version byte at all */
     assert_int_equal(seg_reader_init(&s, v0, 1, 0, 0), -1);
-    assert_int_equal(seg_reader_init(&s, v2, sizeof v2, 0, 1), -1);
+    assert_int_equal(seg_reader_init(&s, v3, sizeof v3, 0, 1), -1);
+    /* codec 1 is known; this one's first chunk holds no record: corrupt */
+    record_view v;
+    assert_int_equal(seg_reader_init(&s, v2, sizeof v2, 0, 1), 0);
+    assert_int_equal(seg_reader_next(&s, &v), -1);
+    seg_reader_done(&s);
     assert_int_equal(seg_reader_init(&s, vff, 1, 0, 0), -1);
 }
 
@@ -444,6 +453,271 @@ static void test_txn_text_small_buffer(void **state)
     assert_int_equal(out[3], 'Z');
 }
 
+
+/* ---- codec 1: chunks of records and of producer zstd frames ---- */
+
+static const uint8_t ID7[16] = {0x01, 0x8f, 0x00, 0x11, 0x22, 0x33, 0x70, 0x01,
+                                0x80, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+
+/* One producer frame: u32le body_len | 0 | id | u16le txn | payload */
+static void put_frame(buf *raw, const char *txn, const char *payload)
+{
+    size_t tl = strlen(txn), pl = strlen(payload);
+    uint32_t blen = (uint32_t)(1 + 16 + 2 + tl + pl);
+    uint8_t h[4] = {(uint8_t)blen, (uint8_t)(blen >> 8), (uint8_t)(blen >> 16), (uint8_t)(blen >> 24)};
+    buf_append(raw, h, 4);
+    buf_putc(raw, 0);
+    buf_append(raw, ID7, 16);
+    uint8_t t[2] = {(uint8_t)tl, (uint8_t)(tl >> 8)};
+    buf_append(raw, t, 2);
+    buf_append(raw, txn, tl);
+    buf_append(raw, payload, pl);
+}
+
+static void zframe(const buf *raw, buf *z)
+{
+    buf_reset(z);
+    size_t cap = ZSTD_compressBound(raw->len);
+    buf_reserve(z, cap);
+    size_t n = ZSTD_compress(z->data, cap, raw->data, raw->len, 1);
+    assert_false(ZSTD_isError(n));
+    z->len = n;
+}
+
+/* records chunk (2 records) | zstd chunk (3 frames, producer "svc") | records chunk (1 record) */
+static void build_mixed(buf *seg, buf *z)
+{
+    buf recs, raw;
+    buf_init(&recs, 0);
+    buf_init(&raw, 0);
+    record_in a = rec("t-a", NULL, "{\"a\":1}"), b = rec("t-b", "me", "[2]"), c = rec("t-c", NULL, "3");
+    record_encode(&recs, &a);
+    record_encode(&recs, &b);
+    put_frame(&raw, "z-0", "{\"z\":0}");
+    put_frame(&raw, "", "\"one\"");
+    put_frame(&raw, "z-2", "{\"z\":[2,2]}");
+    zframe(&raw, z);
+    buf_reset(seg);
+    segment_begin_chunked(seg);
+    segment_chunk_records(seg, 2, recs.data, recs.len);
+    segment_chunk_zframes(seg, 3, "svc", 3, z->data, z->len, 1);
+    buf_reset(&recs);
+    record_encode(&recs, &c);
+    segment_chunk_records(seg, 1, recs.data, recs.len);
+    buf_free(&recs);
+    buf_free(&raw);
+}
+
+static void expect_mixed(const record_view *v, int i)
+{
+    static const char *txns[] = {"t-a", "t-b", "z-0", NULL, "z-2", "t-c"};
+    static const char *payloads[] = {"{\"a\":1}", "[2]", "{\"z\":0}", "\"one\"", "{\"z\":[2,2]}", "3"};
+    char txt[64];
+    size_t n = record_txn_text(v, txt, sizeof txt);
+    if (txns[i]) {
+        assert_int_equal(n, strlen(txns[i]));
+        assert_memory_equal(txt, txns[i], n);
+    } else {
+        /* an empty transactionId reads back as the frame's message id */
+        uuid u;
+        memcpy(u.b, ID7, 16);
+        char want[UUID_STR_LEN + 1];
+        uuid_format(&u, want);
+        assert_int_equal(n, UUID_STR_LEN);
+        assert_memory_equal(txt, want, n);
+        assert_false(v->flags & REC_TXN_PRODUCER);
+    }
+    if (i >= 2 && i <= 4) {
+        assert_true(v->flags & REC_PRODUCER);
+        assert_int_equal(v->producer_len, 3);
+        assert_memory_equal(v->producer, "svc", 3);
+        assert_null(v->zchunk); /* a chunk with frames without a transactionId never goes out as stored */
+        if (txns[i])
+            assert_true(v->flags & REC_TXN_PRODUCER);
+    }
+    assert_int_equal(v->payload_len, strlen(payloads[i]));
+    assert_memory_equal(v->payload, payloads[i], v->payload_len);
+}
+
+static void test_codec1_reads_every_chunk(void **state)
+{
+    (void)state;
+    buf seg, z;
+    buf_init(&seg, 0);
+    buf_init(&z, 0);
+    build_mixed(&seg, &z);
+    assert_true(segment_is_chunked((const uint8_t *)seg.data, seg.len));
+    seg_reader s;
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)seg.data, seg.len, 100, 6), 0);
+    record_view v;
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(seg_reader_next(&s, &v), 1);
+        assert_int_equal(v.offset, 100 + (uint64_t)i);
+        expect_mixed(&v, i);
+    }
+    assert_int_equal(seg_reader_next(&s, &v), 0);
+    seg_reader_done(&s);
+    /* a count that does not match the chunks is corrupt, both ways */
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)seg.data, seg.len, 0, 7), 0);
+    int rc, got = 0;
+    while ((rc = seg_reader_next(&s, &v)) == 1)
+        got++;
+    assert_int_equal(rc, -1);
+    assert_int_equal(got, 6);
+    seg_reader_done(&s);
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)seg.data, seg.len, 0, 5), 0);
+    got = 0;
+    while ((rc = seg_reader_next(&s, &v)) == 1)
+        got++;
+    assert_int_equal(rc, -1);
+    seg_reader_done(&s);
+    buf_free(&seg);
+    buf_free(&z);
+}
+
+static void test_codec1_zchunk_pass_and_skip(void **state)
+{
+    (void)state;
+    buf seg, z;
+    buf_init(&seg, 0);
+    buf_init(&z, 0);
+    build_mixed(&seg, &z);
+    seg_reader s;
+    record_view v;
+    seg_zchunk zc;
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)seg.data, seg.len, 10, 6), 0);
+    assert_int_equal(seg_reader_zchunk(&s, &zc), 0); /* a records chunk comes first */
+    assert_int_equal(seg_reader_next(&s, &v), 1);
+    assert_int_equal(seg_reader_zchunk(&s, &zc), 0); /* inside a chunk */
+    assert_int_equal(seg_reader_next(&s, &v), 1);
+    assert_int_equal(seg_reader_zchunk(&s, &zc), 1);
+    assert_int_equal(zc.base_offset, 12);
+    assert_int_equal(zc.count, 3);
+    assert_int_equal(zc.producer_len, 3);
+    /* the stored bytes are the producer's frame, unchanged */
+    assert_int_equal(zc.zlen, z.len);
+    assert_memory_equal(zc.z, z.data, z.len);
+    seg_reader_pass(&s, &zc);
+    assert_null(s.mem); /* passed without inflating */
+    assert_int_equal(seg_reader_next(&s, &v), 1);
+    assert_int_equal(v.offset, 15);
+    expect_mixed(&v, 5);
+    assert_int_equal(seg_reader_next(&s, &v), 0);
+    seg_reader_done(&s);
+    /* skip_below passes the zstd chunk below the offset without inflating it */
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)seg.data, seg.len, 10, 6), 0);
+    seg_reader_skip_below(&s, 15);
+    int n = 0;
+    while (seg_reader_next(&s, &v) == 1)
+        n++;
+    assert_int_equal(n, 3); /* two of the first chunk, then offset 15 */
+    assert_int_equal(v.offset, 15);
+    assert_null(s.mem);
+    seg_reader_done(&s);
+    /* codec 0 has no zstd chunk */
+    buf plain;
+    buf_init(&plain, 0);
+    segment_begin(&plain);
+    record_in a = rec("x", NULL, "1");
+    record_encode(&plain, &a);
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)plain.data, plain.len, 0, 1), 0);
+    assert_int_equal(seg_reader_zchunk(&s, &zc), 0);
+    buf_free(&plain);
+    buf_free(&seg);
+    buf_free(&z);
+}
+
+static void test_codec1_to_records(void **state)
+{
+    (void)state;
+    buf seg, z, out;
+    buf_init(&seg, 0);
+    buf_init(&z, 0);
+    buf_init(&out, 0);
+    build_mixed(&seg, &z);
+    assert_int_equal(segment_to_records((const uint8_t *)seg.data, seg.len, 6, &out), 0);
+    assert_int_equal((uint8_t)out.data[0], SEGMENT_VERSION);
+    seg_reader s;
+    record_view v;
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)out.data, out.len, 0, 6), 0);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(seg_reader_next(&s, &v), 1);
+        expect_mixed(&v, i);
+    }
+    assert_int_equal(seg_reader_next(&s, &v), 0);
+    /* a corrupt one is refused */
+    assert_int_equal(segment_to_records((const uint8_t *)seg.data, seg.len - 1, 6, &out), -1);
+    buf_free(&seg);
+    buf_free(&z);
+    buf_free(&out);
+}
+
+static void test_codec1_corrupt(void **state)
+{
+    (void)state;
+    buf seg, z;
+    buf_init(&seg, 0);
+    buf_init(&z, 0);
+    build_mixed(&seg, &z);
+    /* every truncation, and every single-byte change of the chunk heads, is caught or reads
+     * within bounds (ASan checks the latter) */
+    for (size_t cut = 1; cut < seg.len; cut++) {
+        uint8_t *t = malloc(cut);
+        memcpy(t, seg.data, cut);
+        seg_reader s;
+        record_view v;
+        assert_int_equal(seg_reader_init(&s, t, cut, 0, 6), 0);
+        int rc, got = 0;
+        while ((rc = seg_reader_next(&s, &v)) == 1)
+            got++;
+        assert_int_equal(rc, -1);
+        assert_true(got < 6);
+        assert_int_equal(seg_reader_next(&s, &v), -1);
+        seg_reader_done(&s);
+        free(t);
+    }
+    for (size_t i = 1; i < seg.len; i++) {
+        uint8_t *t = malloc(seg.len);
+        memcpy(t, seg.data, seg.len);
+        t[i] ^= 0x5a;
+        seg_reader s;
+        record_view v;
+        assert_int_equal(seg_reader_init(&s, t, seg.len, 0, 6), 0);
+        while (seg_reader_next(&s, &v) == 1)
+            ;
+        seg_reader_done(&s);
+        free(t);
+    }
+    /* an unknown chunk kind, a zero count, and a zstd frame without its content size */
+    const uint8_t bad_kind[] = {SEGMENT_CHUNKED, 7, 1, 0};
+    const uint8_t zero[] = {SEGMENT_CHUNKED, CHUNK_RECORDS, 0, 0};
+    seg_reader s;
+    record_view v;
+    assert_int_equal(seg_reader_init(&s, bad_kind, sizeof bad_kind, 0, 1), 0);
+    assert_int_equal(seg_reader_next(&s, &v), -1);
+    assert_int_equal(seg_reader_init(&s, zero, sizeof zero, 0, 1), 0);
+    assert_int_equal(seg_reader_next(&s, &v), -1);
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+    buf raw, sized;
+    buf_init(&raw, 0);
+    buf_init(&sized, 0);
+    put_frame(&raw, "t", "1");
+    buf_reserve(&z, ZSTD_compressBound(raw.len));
+    size_t zn = ZSTD_compress2(cc, z.data, ZSTD_compressBound(raw.len), raw.data, raw.len);
+    assert_false(ZSTD_isError(zn));
+    ZSTD_freeCCtx(cc);
+    segment_begin_chunked(&sized);
+    segment_chunk_zframes(&sized, 1, NULL, 0, z.data, zn, 0);
+    assert_int_equal(seg_reader_init(&s, (const uint8_t *)sized.data, sized.len, 0, 1), 0);
+    assert_int_equal(seg_reader_next(&s, &v), -1);
+    seg_reader_done(&s);
+    buf_free(&raw);
+    buf_free(&sized);
+    buf_free(&seg);
+    buf_free(&z);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +732,10 @@ int main(void)
         cmocka_unit_test(test_corrupt_inputs),
         cmocka_unit_test(test_every_flag_combination),
         cmocka_unit_test(test_txn_text_small_buffer),
+        cmocka_unit_test(test_codec1_reads_every_chunk),
+        cmocka_unit_test(test_codec1_zchunk_pass_and_skip),
+        cmocka_unit_test(test_codec1_to_records),
+        cmocka_unit_test(test_codec1_corrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

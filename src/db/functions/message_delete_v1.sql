@@ -4,7 +4,9 @@
 -- other record byte for byte. Readers skip it; a pop leases its slot as done already, so a
 -- consumer walks past it; no cursor moves here. Its dead letters go too, and its dedup row (the
 -- transactionId may be pushed again). Locks: the dedup row (space 5), the segment row (6), the
--- dead letters (8). Returns whether anything was deleted (false: no live record at that offset
+-- dead letters (8). A codec-1 segment (producer zstd frames, first byte 2) cannot be marked
+-- record by record: the node re-encodes it as codec 0 first (src/api/api_messages.c); meeting
+-- one here raises QC001 and deletes nothing. Returns whether anything was deleted (false: no live record at that offset
 -- and no dead letter of it).
 CREATE OR REPLACE FUNCTION queen.message_delete_v1(p_tenant uuid, p_part uuid, p_off bigint, p_txn text)
 RETURNS boolean LANGUAGE plpgsql AS $$
@@ -30,6 +32,9 @@ BEGIN
     SELECT s.last_offset, s.base_offset, s.data INTO v_last, v_base, v_data
       FROM queen.segments s WHERE s.partition_id = v_pid AND s.last_offset >= p_off AND s.base_offset <= p_off
        FOR UPDATE;
+    IF FOUND AND get_byte(v_data, 0) = 2 THEN
+        RAISE EXCEPTION 'message_delete_v1: the segment holding offset % is codec 1', p_off USING ERRCODE = 'QC001';
+    END IF;
     IF FOUND THEN
         FOR k IN 0 .. (p_off - v_base) LOOP
             start := pos;
