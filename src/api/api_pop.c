@@ -443,6 +443,7 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     c->job.ops = &POP_OPS;
     c->job.db = a->db;
     c->job.pops = &a->cm.pops;
+    c->job.conflated = &a->cm.pop_conflated;
     pop_job_prepare(&c->job); /* its lane: hints, and merging when it wants one partition */
     r->on_abandon = on_abandon;
     r->abandon_arg = c;

@@ -30,6 +30,7 @@ enum pop_kind {
     POP_ROW_EMPTY = 2,   /* nothing claimed: why, and when to look again */
     POP_ROW_POLICY = 3,  /* pop_v2 / pop_ns_v2, named groups: a = conflates, b = the pop's declaration differs */
     POP_ROW_HINT = 4,    /* a scanned candidate not claimed (pid only) */
+    POP_ROW_CONFLATED = 5, /* pop_v2, after the claims: a = records conflating claims retired */
 };
 
 /* queen.lease_store_v1: how many leases were stored */

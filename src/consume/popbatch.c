@@ -260,6 +260,8 @@ static void on_popped(db_req *d)
     }
     if (pops)
         mc_add(pops, (uint64_t)bt->n);
+    if (out.conflated && bt->jobs[0]->conflated)
+        mc_add(bt->jobs[0]->conflated, out.conflated);
     for (int i = 0; i < bt->n; i++) {
         bt->jobs[i]->policy = out.policy;
         bt->jobs[i]->conflation = out.conflation;

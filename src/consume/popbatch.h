@@ -44,6 +44,7 @@ struct pop_job {
     const pop_job_ops *ops;
     db_pool *db;
     mcounter *pops;      /* counts the pops that reached a decoded answer (NULL: none) */
+    mcounter *conflated; /* counts the records conflating claims retired (NULL: none) */
     pop_args args;
     /* set by pop_job_prepare */
     pop_lane *lane;      /* NULL for a named partition or a namespace pop */

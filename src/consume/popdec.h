@@ -39,6 +39,7 @@ typedef struct pop_outcome {
     int policy;           /* the call said the group's delivery policy (a named group's pop) */
     int conflation;       /* with policy: the group conflates (last-value delivery) */
     int conflict;         /* with policy: the pop declared the other policy (the stored one applied) */
+    uint64_t conflated;   /* records conflating claims retired without delivering them */
 } pop_outcome;
 
 /* One row of the result, as values (integers already decoded from their binary form). */

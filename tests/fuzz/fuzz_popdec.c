@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = size - i;
         pop_row r;
         memset(&r, 0, sizeof r);
-        r.kind = h[0] % 5;
+        r.kind = h[0] % 6;
         r.pid = h[1];
         r.puuid = pu;
         r.a = (int64_t)(h[2] | h[3] << 8) - 16;

@@ -32,6 +32,11 @@ const ack = async (m, status = 'completed', extra = {}) => {
   return r.json;
 };
 const depth = (q, group) => get(node.url, `/api/v1/resources/queues/${q}/depth${group ? `?group=${group}` : ''}`);
+const conflatedTotal = async () => {
+  const m = /^queen_pop_conflated_total (\d+)$/m.exec((await get(node.url, '/metrics/prometheus')).text);
+  assert.ok(m, 'queen_pop_conflated_total is exported');
+  return Number(m[1]);
+};
 const byPartition = (msgs) => Object.fromEntries(msgs.map((m) => [m.partition, m.data.v]));
 
 test('a conflating pop delivers the newest record of each partition and retires the rest', async () => {
@@ -40,8 +45,10 @@ test('a conflating pop delivers the newest record of each partition and retires 
   const d0 = await depth('c1', 'g');
   assert.deepEqual([d0.json.pending, d0.json.conflation, d0.json.effectivePending], [8, false, 8],
     'a group that never popped has no policy yet');
+  const before = await conflatedTotal();
   const r = await pop('c1', 'consumerGroup=g&conflation=true&batch=10&partitions=10&wait=false');
   assert.equal(r.status, 200, r.text);
+  assert.equal(await conflatedTotal() - before, 6, 'a: 0..3 and b: 0..1 retired, counted on /metrics/prometheus');
   assert.equal(r.json.conflation, true);
   assert.equal('conflationConflict' in r.json, false);
   assert.deepEqual(byPartition(r.json.messages), { a: 4, b: 2 });

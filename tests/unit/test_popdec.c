@@ -190,7 +190,11 @@ static void test_policy_row(void **state)
     pop_row sg = seg(&s1, 0, 3, 1);
     assert_int_equal(pop_decoder_row(&d, &c), 0);
     assert_int_equal(pop_decoder_row(&d, &sg), 0);
+    /* after the claims: how many records the conflating claims retired (0..1 here) */
+    pop_row cf = {.kind = POP_ROW_CONFLATED, .a = 2};
+    assert_int_equal(pop_decoder_row(&d, &cf), 0);
     pop_decoder_end(&d);
+    assert_int_equal(out.conflated, 2);
     assert_int_equal(out.policy, 1);
     assert_int_equal(out.conflation, 1);
     assert_int_equal(out.conflict, 1);

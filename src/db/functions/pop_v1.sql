@@ -1,5 +1,6 @@
 -- pop_v1: pop_v2 for a pop that declares no delivery policy (p_conflation false), without
--- pop_v2's policy row (kind 3), which the callers of pop_v1 do not know. A conflating group's
+-- pop_v2's policy and conflated-count rows (kinds 3 and 5), which the callers of pop_v1 do not
+-- know. A conflating group's
 -- stored policy still applies (it wins over what a pop declares); its autoAck pops get kind 2
 -- 'conflation_with_auto_ack'. Kept for the nodes of the previous build during a rolling upgrade
 -- (docs/storage.md, the _vN rule); rows as pop_v2's.
@@ -12,5 +13,5 @@ RETURNS TABLE (kind integer, pid bigint, puuid uuid, pname text, a bigint, b big
 LANGUAGE sql AS $$
     SELECT * FROM queen.pop_v2(p_tenant, p_queue, p_partition, p_group, p_batch, p_auto_ack, p_sub_mode, p_sub_from,
                                p_max_partitions, p_lease_ids, p_lease_seconds, p_split, p_hints, false) x
-     WHERE x.kind <> 3
+     WHERE x.kind NOT IN (3, 5)
 $$;

@@ -24,6 +24,7 @@
 --   kind 3: the group's policy (named groups only, first row): a = 1 when it conflates,
 --           b = 1 when p_conflation differs from it (the conflict the answer echoes)
 --   kind 4: pid = a scanned candidate that was not claimed (for the node's hints)
+--   kind 5: after the claims, when a conflating claim retired records: a = how many (in all)
 -- kind 2's pname is also 'conflation_with_auto_ack': the group conflates and the pop is autoAck
 -- (refused; nothing is claimed).
 -- (C names the columns and kinds in src/consume/consume_results.h.)
@@ -44,6 +45,7 @@ DECLARE
     v_wb_us    bigint;
     v_sub_ts   bigint;
     v_claimed  integer := 0;
+    v_skipped  bigint := 0;
     v_budget   bigint := greatest(p_batch, 1) * CASE WHEN p_split THEN p_max_partitions ELSE 1 END;
     v_lease    uuid;
     v_start    bigint;
@@ -231,8 +233,13 @@ BEGIN
                                                WHERE t.partition_id = cand.id AND t.last_offset >= v_end - 1)
                       ORDER BY s.last_offset;
         v_claimed := v_claimed + 1;
+        v_skipped := v_skipped + v_skip;
         v_budget := v_budget - (v_end - v_start);  -- 1 for a conflating claim
     END LOOP;
+    IF v_skipped > 0 THEN
+        RETURN QUERY SELECT 5, NULL::bigint, NULL::uuid, NULL::text, v_skipped, NULL::bigint, NULL::bigint,
+                            NULL::bigint, NULL::integer, NULL::bytea;
+    END IF;
     -- scanned candidates not tried (or not claimable now) go back to the node as hints
     IF v_scanned AND p_partition IS NULL THEN
         RETURN QUERY SELECT 4, v_cands[j], NULL::uuid, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint,
