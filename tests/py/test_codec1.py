@@ -11,7 +11,7 @@ import httpx
 from queen import Queen
 
 KEY = "33" * 32
-BROKER_ENV = {"QUEEN_ENCRYPTION_KEY": KEY}
+BROKER_ENV = {"QUEEN_ENCRYPTION_KEY": KEY, "RETENTION_INTERVAL": "300"}
 ITEMS = [{"transactionId": f"t{i}", "data": {"i": i, "s": "héllo", "pad": "x" * 40}} for i in range(30)]
 
 
@@ -222,4 +222,26 @@ async def test_seek_by_time_and_depth_over_codec1(broker, pg, qname):
         again = await c.queue(qname + "-z").group("g").batch(100).wait(False).pop()
         assert [m["transactionId"] for m in again] == [f"t{i}" for i in range(30)]
         d = await c.admin.get_queue_depth(qname + "-z")
-        assert "30" in str(d), d
+        assert d["pending"] == 30 and d["partitions"] == [{"partition": "p", "pending": 30}], d
+
+
+async def test_retention_drops_whole_codec1_segments(broker, pg, qname):
+    q = qname + "-ret"
+    with httpx.Client(base_url=broker.url, timeout=30) as h:
+        r = h.post("/api/v1/configure", json={"queue": q, "options": {"retentionEnabled": True, "retentionSeconds": 1}})
+        assert r.status_code == 200, r.text
+    async with Queen(broker.url, binary_push=True, push_compression=True) as z:
+        await z.queue(q).partition("r").push([{"transactionId": f"o{i}", "data": {"old": i}} for i in range(5)])
+        assert codecs(pg, broker, q) == [2]
+        await asyncio.sleep(1.3)
+        await z.queue(q).partition("r").push([{"transactionId": f"n{i}", "data": {"new": i}} for i in range(3)])
+        for _ in range(60):
+            read = await z.queue(q).fetch("r")
+            if read["r"]["logStartOffset"] == 5:
+                break
+            await asyncio.sleep(0.15)
+        assert read["r"]["logStartOffset"] == 5
+        assert [r["payload"] for r in read["r"]["records"]] == [{"new": i} for i in range(3)]
+        assert codecs(pg, broker, q) == [2]
+        d = await z.admin.get_queue_depth(q)
+        assert d["pending"] == 3 and [p for p in d["partitions"] if p["pending"]] == [{"partition": "r", "pending": 3}], d
