@@ -141,8 +141,12 @@ int main(void)
     static auth_config acfg;
     static cp_config cpcfg;
     char err[1024];
-    if (config_load(&cfg, env_get, err, sizeof err) < 0 || auth_config_load(&acfg, env_get, err, sizeof err) < 0 ||
-        cp_config_load(&cpcfg, env_get, cfg.port, err, sizeof err) < 0) {
+    qerr_detail berr;
+    if (config_load(&cfg, env_get, &berr) != QERR_OK || auth_config_load(&acfg, env_get, &berr) != QERR_OK) {
+        fprintf(stderr, "%s\n", berr.text);
+        return 2;
+    }
+    if (cp_config_load(&cpcfg, env_get, cfg.port, err, sizeof err) < 0) {
         fprintf(stderr, "%s\n", err);
         return 2;
     }
@@ -212,10 +216,11 @@ int main(void)
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int mrc = migrate_apply(boot, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail merr;
+    qerr mrc = migrate_apply(boot, buf_cstr(&defaults), &merr);
     buf_free(&defaults);
-    if (mrc < 0) {
-        log_error("boot", "schema migration failed: %s", err);
+    if (mrc != QERR_OK) {
+        log_error("boot", "schema migration failed: %s", merr.text);
         PQfinish(boot);
         goto fail;
     }
@@ -237,8 +242,8 @@ int main(void)
     pusher_on_commit(a->push, on_pushed, a);
     a->kvr = kv_reaper_new(a->loop, a->db, &a->kvm);
     a->timers = timer_job_new(a->loop, a->db, cfg.dedup_window_s, cfg.timer_fire_batch);
-    if (acfg.enabled && !(a->auth = auth_new(a->loop, &acfg, err, sizeof err))) {
-        log_error("boot", "%s", err);
+    if (acfg.enabled && !(a->auth = auth_new(a->loop, &acfg, &berr))) {
+        log_error("boot", "%s", berr.text);
         goto fail_loop;
     }
     http_server_opts ho = {
@@ -273,6 +278,7 @@ int main(void)
             .statement_timeout_ms = cfg.db_statement_timeout_ms,
             .connect_timeout_ms = cfg.db_connect_timeout_ms,
             .node_id = cfg.node_id,
+            .control_plane = cpcfg.enabled,
         };
         a->s3 = s3_node_new(&so, &knobs);
         if (have_env_sink > 0)

@@ -118,3 +118,51 @@ void answer_pop_open(buf *b, const pop_answer *a, const char *msgs, size_t msgs_
     buf_append(b, msgs, msgs_len);
     buf_putc(b, ']');
 }
+
+void answer_ack(buf *b, const ack_row *rows, int nrows, const char *const *txn_of, uint32_t n_items)
+{
+    buf_putc(b, '[');
+    for (int i = 0; i < nrows; i++) {
+        const ack_row *a = &rows[i];
+        if (i)
+            buf_putc(b, ',');
+        buf_puts(b, "{\"index\":");
+        buf_printf(b, "%d", a->index);
+        buf_puts(b, ",\"transactionId\":");
+        jw_cstr(b, a->index >= 0 && (uint32_t)a->index < n_items && txn_of[a->index] ? txn_of[a->index] : "");
+        buf_puts(b, a->success ? ",\"success\":true,\"error\":" : ",\"success\":false,\"error\":");
+        if (a->error)
+            jw_cstr(b, a->error);
+        else
+            buf_puts(b, "null");
+        buf_puts(b, ",\"queueName\":");
+        if (a->queue)
+            jw_cstr(b, a->queue);
+        else
+            buf_puts(b, "null");
+        buf_puts(b, ",\"partitionName\":");
+        if (a->partition)
+            jw_cstr(b, a->partition);
+        else
+            buf_puts(b, "null");
+        buf_puts(b, a->lease_released ? ",\"leaseReleased\":true" : ",\"leaseReleased\":false");
+        buf_puts(b, a->dlq ? ",\"dlq\":true}" : ",\"dlq\":false}");
+    }
+    buf_putc(b, ']');
+}
+
+void answer_lease_extend(buf *b, const char *lease, const char *error, int64_t expires_us)
+{
+    buf_puts(b, "[{\"index\":0,\"leaseId\":");
+    jw_cstr(b, lease);
+    buf_putc(b, ',');
+    if (error) {
+        buf_puts(b, "\"success\":false,\"error\":");
+        jw_cstr(b, error);
+        buf_puts(b, ",\"expiresAt\":null}]");
+    } else {
+        char at[32];
+        format_iso_ms(expires_us, at);
+        buf_printf(b, "\"success\":true,\"error\":null,\"expiresAt\":\"%s\"}]", at);
+    }
+}

@@ -38,4 +38,26 @@ typedef struct pop_answer {
 } pop_answer;
 void answer_pop_open(buf *b, const pop_answer *a, const char *msgs, size_t msgs_len);
 
+/* One row of queen.ack_v1 (ACK_V1_COLUMNS, consume/consume_results.h), as values: api_ack.c
+ * reads them from the PGresult. The strings are NULL where the column is NULL. */
+typedef struct ack_row {
+    int index; /* the ack's place in the request, from 0 (the column's idx - 1) */
+    int success;
+    const char *error;
+    const char *queue;
+    const char *partition;
+    int lease_released;
+    int dlq;
+} ack_row;
+
+/* POST /api/v1/ack and /ack/batch, 200: one object per row (index, transactionId, success,
+ * error, queueName, partitionName, leaseReleased, dlq). txn_of[k] is the transactionId the
+ * request gave ack k (n_items of them); a row whose index is out of range answers "". */
+void answer_ack(buf *b, const ack_row *rows, int nrows, const char *const *txn_of, uint32_t n_items);
+
+/* POST /api/v1/lease/:leaseId/extend, 200: [{index 0, leaseId, success, error, expiresAt}].
+ * error NULL: extended, expiresAt is expires_us (µs since the epoch) as ISO-8601 with ms;
+ * else refused with that sentence and expiresAt null. */
+void answer_lease_extend(buf *b, const char *lease, const char *error, int64_t expires_us);
+
 #endif

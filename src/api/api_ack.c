@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answers.h"
 #include "app.h"
 #include "consume/ackreq.h"
 #include "core/timeutil.h"
@@ -44,51 +45,35 @@ static void on_acked(db_req *d)
         db_req_clear(d);
         return;
     }
-    buf b;
-    buf_init(&b, 0);
-    buf_putc(&b, '[');
     int rows = PQntuples(res);
+    ack_row *ar = arena_alloc(&r->ar, (size_t)(rows > 0 ? rows : 1) * sizeof *ar);
+    consume_metrics *cm = &c->a->cm;
     for (int i = 0; i < rows; i++) {
-        int idx = atoi(PQgetvalue(res, i, ACK_IDX)) - 1;
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"index\":%d,\"transactionId\":", idx);
-        jw_cstr(&b, idx >= 0 && (uint32_t)idx < c->n ? c->txn_of[idx] : "");
-        buf_printf(&b, ",\"success\":%s,\"error\":", PQgetvalue(res, i, ACK_SUCCESS)[0] == 't' ? "true" : "false");
-        if (PQgetisnull(res, i, ACK_ERROR))
-            buf_puts(&b, "null");
-        else
-            jw_cstr(&b, PQgetvalue(res, i, ACK_ERROR));
-        buf_puts(&b, ",\"queueName\":");
-        if (PQgetisnull(res, i, ACK_QUEUE)) {
-            buf_puts(&b, "null");
-        } else {
-            const char *q = PQgetvalue(res, i, ACK_QUEUE);
-            jw_cstr(&b, q);
-            /* records may be available again (a lease released or finished): wake waiters */
-            notifier_changed(c->a->notify, r->tenant, q, strlen(q));
-        }
-        buf_puts(&b, ",\"partitionName\":");
-        if (PQgetisnull(res, i, ACK_PARTITION))
-            buf_puts(&b, "null");
-        else
-            jw_cstr(&b, PQgetvalue(res, i, ACK_PARTITION));
-        int ok = PQgetvalue(res, i, ACK_SUCCESS)[0] == 't', dlq = PQgetvalue(res, i, ACK_DLQ)[0] == 't';
-        int released = PQgetvalue(res, i, ACK_LEASE_RELEASED)[0] == 't';
-        const char *st = idx >= 0 && (uint32_t)idx < c->n ? c->status_of[idx] : "";
-        consume_metrics *cm = &c->a->cm;
-        if (!ok)
+        ack_row *a = &ar[i];
+        a->index = atoi(PQgetvalue(res, i, ACK_IDX)) - 1;
+        a->success = PQgetvalue(res, i, ACK_SUCCESS)[0] == 't';
+        a->error = PQgetisnull(res, i, ACK_ERROR) ? NULL : PQgetvalue(res, i, ACK_ERROR);
+        a->queue = PQgetisnull(res, i, ACK_QUEUE) ? NULL : PQgetvalue(res, i, ACK_QUEUE);
+        a->partition = PQgetisnull(res, i, ACK_PARTITION) ? NULL : PQgetvalue(res, i, ACK_PARTITION);
+        a->lease_released = PQgetvalue(res, i, ACK_LEASE_RELEASED)[0] == 't';
+        a->dlq = PQgetvalue(res, i, ACK_DLQ)[0] == 't';
+        /* records may be available again (a lease released or finished): wake waiters */
+        if (a->queue)
+            notifier_changed(c->a->notify, r->tenant, a->queue, strlen(a->queue));
+        const char *st = a->index >= 0 && (uint32_t)a->index < c->n ? c->status_of[a->index] : "";
+        if (!a->success)
             mc_add(&cm->acks_rejected, 1);
-        else if (dlq)
+        else if (a->dlq)
             mc_add(&cm->dead_letters, 1);
         else if (strcmp(st, "failed") == 0)
             mc_add(&cm->retries, 1);
-        if (ok)
+        if (a->success)
             mc_add(strcmp(st, "failed") == 0 ? &cm->acks_failed : strcmp(st, "retry") == 0 ? &cm->acks_retry
                    : strcmp(st, "dlq") == 0 ? &cm->acks_dlq : &cm->acks_completed, 1);
-        buf_printf(&b, ",\"leaseReleased\":%s,\"dlq\":%s}", released ? "true" : "false", dlq ? "true" : "false");
     }
-    buf_putc(&b, ']');
+    buf b;
+    buf_init(&b, 0);
+    answer_ack(&b, ar, rows, c->txn_of, c->n);
     db_req_clear(d);
     http_respond_json(r, 200, &b);
     buf_free(&b);
@@ -238,16 +223,10 @@ static void on_extended(db_req *d)
     }
     buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "[{\"index\":0,\"leaseId\":\"%s\",", c->lease);
-    if (PQgetisnull(res, 0, LEASE_EXTEND_EXPIRES_AT)) {
-        buf_puts(&b, "\"success\":false,\"error\":");
-        jw_cstr(&b, PQgetvalue(res, 0, LEASE_EXTEND_ERROR));
-        buf_puts(&b, ",\"expiresAt\":null}]");
-    } else {
-        char at[32];
-        format_iso_ms(atoll(PQgetvalue(res, 0, LEASE_EXTEND_EXPIRES_AT)), at);
-        buf_printf(&b, "\"success\":true,\"error\":null,\"expiresAt\":\"%s\"}]", at);
-    }
+    if (PQgetisnull(res, 0, LEASE_EXTEND_EXPIRES_AT))
+        answer_lease_extend(&b, c->lease, PQgetvalue(res, 0, LEASE_EXTEND_ERROR), 0);
+    else
+        answer_lease_extend(&b, c->lease, NULL, atoll(PQgetvalue(res, 0, LEASE_EXTEND_EXPIRES_AT)));
     db_req_clear(d);
     http_respond_json(c->http, 200, &b);
     buf_free(&b);

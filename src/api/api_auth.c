@@ -92,6 +92,11 @@ static void on_checked(void *arg, int status, const char *msg, const auth_claims
         memcpy(r->tenant, cl->tenant, 16);
     if (cl->sub)
         r->subject = arena_strndup(&r->ar, cl->sub, strlen(cl->sub));
+    if (memcmp(r->tenant, CP_PROXY_TENANT, 16) == 0) {
+        /* the proxy's own tenant holds the clusters' sealed S3 secrets: no credential reaches it */
+        http_respond_error_code(r, 403, "forbidden", "the token's tenant is reserved for the control plane");
+        return;
+    }
     if (g->proxy && !cp_by_tenant(((app *)r->app)->cp, r->tenant)) {
         http_respond_error_code(r, 403, "forbidden", "the token's tenant is not a cluster of this control plane");
         return;

@@ -86,7 +86,7 @@ void api_configure(http_req *r)
     memset(c, 0, sizeof *c);
     c->http = r;
     size_t len;
-    char err[256] = "";
+    char err[QERR_TEXT_MAX] = "";
     int rc = api_str_field(r, &d, 0, "queue", &c->queue, &len);
     c->queue_len = rc > 0 ? len : 0;
     if (rc <= 0)
@@ -101,8 +101,11 @@ void api_configure(http_req *r)
         api_str_field_msg(rc, "task", "task must be a string", err, sizeof err);
     else if (c->task && len > 255)
         snprintf(err, sizeof err, "task must be at most 255 bytes");
-    else
-        queue_options_parse(&d, json_get(&d, 0, "options"), &c->opts, err, sizeof err);
+    else {
+        qerr_detail oe;
+        if (queue_options_parse(&d, json_get(&d, 0, "options"), &c->opts, &oe) != QERR_OK)
+            snprintf(err, sizeof err, "%s", oe.text);
+    }
     json_doc_free(&d);
     if (!err[0] && c->opts.encryption_enabled && !seal_node_key())
         snprintf(err, sizeof err,

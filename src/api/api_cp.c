@@ -18,8 +18,11 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/uuid.h"
+#include "core/base64.h"
 #include "cp/cp.h"
 #include "cp/cp_results.h"
+#include "crypto/seal.h"
+#include "sink/sinkdoc.h"
 
 /* ------------------------------------------------------------------ admission */
 
@@ -83,13 +86,18 @@ void api_cp_admit_proceed(http_req *r)
     http_proceed(r);
 }
 
-int api_cp_push_refused(http_req *r)
+int api_cp_refused(http_req *r, int kind)
 {
     app *a = r->app;
     if (!a->cp)
         return 0;
-    enum cp_verdict v = cp_push_verdict(a->cp, r->tenant, 2);
+    enum cp_verdict v = cp_push_verdict(a->cp, r->tenant, kind);
     return respond_verdict(r, v, cp_by_tenant(a->cp, r->tenant), 0);
+}
+
+int api_cp_push_refused(http_req *r)
+{
+    return api_cp_refused(r, 2);
 }
 
 /* ------------------------------------------------------------------ the proxy's gate */
@@ -245,6 +253,8 @@ static cp_op *op_new(http_req *r, int kind, const char *name)
 static void refresh_and_answer(cp_op *op)
 {
     app *a = op->r->app;
+    if (strcmp(op->r->method, "GET") != 0)
+        s3_node_poke(a->s3); /* a status, purge or delete reaches this node's tenant sinks at once */
     http_async(op->r);
     cp_node_refresh(a->cp, on_refreshed, op);
 }
@@ -373,6 +383,10 @@ static void api_cp_create(http_req *r)
         uuid_v7(&tenant);
     if (memcmp(tenant.b, DEFAULT_TENANT, 16) == 0) {
         http_respond_error_code(r, 400, "invalid_tenant", "the default tenant cannot be a cluster");
+        goto out;
+    }
+    if (memcmp(tenant.b, CP_PROXY_TENANT, 16) == 0) {
+        http_respond_error_code(r, 400, "invalid_tenant", "the proxy's own tenant cannot be a cluster");
         goto out;
     }
     int status;
@@ -529,6 +543,237 @@ static void api_cp_delete(http_req *r)
     purge(r, 1);
 }
 
+/* ------------------------------------------------------------------ a bucket per tenant */
+
+/* PUT/GET/DELETE /api/cp/clusters/:cluster/s3 (spec/s3-sink.txt, "A bucket per tenant"). The
+ * settings are checked with the sink's own rules (sinkdoc.c); the secret key is sealed with
+ * QUEEN_ENCRYPTION_KEY and stored in the KV of the proxy's own tenant; the rows are read by
+ * every node's sink every five seconds (sink.c), and at once on this node (s3_node_poke). No
+ * answer or log line carries the secret. */
+
+typedef struct s3_op {
+    http_req *r;
+    const char *name;
+    uint8_t tenant[16];
+    int enabled;
+    char *settings; /* the canonical settings (arena) */
+    char *sealed;   /* base64 of the envelope (arena), or NULL to keep the stored one */
+} s3_op;
+
+
+static int s3_available_or_respond(http_req *r)
+{
+    app *a = r->app;
+    if (a->s3)
+        return 0;
+    http_respond_error_code(r, 404, "s3_unavailable",
+                            "the S3 sink is not embedded on this node: every node needs QUEEN_S3_EMBEDDED=true");
+    return -1;
+}
+
+static void put_s3_row(buf *b, const char *name, const PGresult *res)
+{
+    char t[37];
+    res_uuid(res, 0, CPG_TENANT, t);
+    buf_puts(b, "{\"cluster\":");
+    jw_cstr(b, name);
+    buf_printf(b, ",\"tenant\":\"%s\",\"enabled\":%s,\"config\":", t, res_bool(res, 0, CPG_ENABLED) ? "true" : "false");
+    size_t n;
+    const char *cfg = res_text(res, 0, CPG_CONFIG, &n);
+    if (n)
+        buf_append(b, cfg, n);
+    else
+        buf_puts(b, "{}");
+    buf_printf(b, ",\"secretKeySet\":%s,\"updatedAt\":", res_bool(res, 0, CPG_SECRET_SET) ? "true" : "false");
+    char ts[32];
+    format_iso_us(res_i64(res, 0, CPG_UPDATED), ts);
+    jw_cstr(b, ts);
+    buf_putc(b, '}');
+}
+
+static void on_s3_got(api_query *q, PGresult *const *res)
+{
+    s3_op *op = q->arg;
+    http_req *r = op->r;
+    if (PQntuples(res[0]) != 1) {
+        http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    if (!res_bool(res[0], 0, CPG_HAS_SINK)) {
+        http_respond_error_code(r, 404, "s3_not_found", "cluster %s has no sink", op->name);
+        return;
+    }
+    buf b;
+    buf_init(&b, 0);
+    put_s3_row(&b, op->name, res[0]);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void on_s3_put(api_query *q, PGresult *const *res)
+{
+    s3_op *op = q->arg;
+    http_req *r = op->r;
+    app *a = r->app;
+    int enabled = op->enabled, secret = op->sealed != NULL;
+    if (PQntuples(res[0]) != 1) {
+        http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    if (!res_bool(res[0], 0, CPG_HAS_SINK)) {
+        /* another write removed the stored secret between the read and this write */
+        http_respond_error_code(r, 400, "s3_invalid_secret", "secretKey is required: no secret key is stored");
+        return;
+    }
+    s3_node_poke(a->s3);
+    log_info("cp", "cluster %s: sink settings written (enabled=%s%s)", op->name, enabled ? "true" : "false",
+             secret ? ", secret key replaced" : "");
+    buf b;
+    buf_init(&b, 0);
+    put_s3_row(&b, op->name, res[0]);
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void on_s3_read_for_put(api_query *q, PGresult *const *res)
+{
+    s3_op *op = q->arg;
+    http_req *r = op->r;
+    if (PQntuples(res[0]) != 1) {
+        http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    char t[37];
+    res_uuid(res[0], 0, CPG_TENANT, t);
+    uuid u;
+    if (uuid_parse(t, strlen(t), &u) < 0) {
+        http_respond_error(r, 500, "the cluster's tenant is not a UUID");
+        return;
+    }
+    memcpy(op->tenant, u.b, 16);
+    int stored = res_bool(res[0], 0, CPG_SECRET_SET);
+    s3_doc_refusal why;
+    s3_sink_doc doc;
+    if (s3_sink_doc_parse(r->body ? r->body : "", r->body_len, op->tenant, stored, &doc, &why) < 0) {
+        http_respond_error_code(r, 400, why.code, "%s", why.msg);
+        return;
+    }
+    op->enabled = doc.enabled;
+    op->settings = arena_strndup(&r->ar, doc.settings.data ? doc.settings.data : "{}", doc.settings.data ? doc.settings.len : 2);
+    if (doc.has_secret) {
+        const seal_key *k = seal_node_key();
+        if (!k) {
+            s3_sink_doc_free(&doc);
+            http_respond_error_code(r, 503, "encryption_key_missing",
+                                    "no QUEEN_ENCRYPTION_KEY is configured on this node: a cluster's S3 secret key is "
+                                    "stored only sealed with it");
+            return;
+        }
+        buf sealed, b64;
+        buf_init(&sealed, 0);
+        buf_init(&b64, 0);
+        const char *sk = doc.cfg.secret_key;
+        int rc = seal_seal(k, sk, strlen(sk), &sealed);
+        if (rc == 0) {
+            b64_encode(&b64, sealed.data, sealed.len);
+            op->sealed = arena_strndup(&r->ar, b64.data, b64.len);
+        }
+        buf_free(&sealed);
+        buf_free(&b64);
+        if (rc < 0) {
+            s3_sink_doc_free(&doc);
+            http_respond_error(r, 500, "the secret key could not be sealed");
+            return;
+        }
+    }
+    s3_sink_doc_free(&doc); /* wipes the secret key */
+    api_query *w = api_query_new(r, on_s3_put, op);
+    int s = api_query_stmt(w, "SELECT * FROM queen.cp_s3_put_v1($1, $2::bool, $3, $4)");
+    api_param_text(w, s, op->name);
+    api_param_bool(w, s, op->enabled);
+    api_param_text(w, s, op->settings);
+    api_param_text(w, s, op->sealed);
+    api_query_submit(w);
+}
+
+static s3_op *s3_op_new(http_req *r, const char *name)
+{
+    s3_op *op = arena_alloc(&r->ar, sizeof *op);
+    memset(op, 0, sizeof *op);
+    op->r = r;
+    op->name = name;
+    return op;
+}
+
+static void api_cp_s3_put(http_req *r)
+{
+    if (s3_available_or_respond(r) < 0)
+        return;
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    s3_op *op = s3_op_new(r, n);
+    api_query *q = api_query_new(r, on_s3_read_for_put, op);
+    int s = api_query_stmt(q, "SELECT * FROM queen.cp_s3_get_v1($1)");
+    api_param_text(q, s, n);
+    api_query_submit(q);
+}
+
+static void api_cp_s3_get(http_req *r)
+{
+    if (s3_available_or_respond(r) < 0)
+        return;
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    s3_op *op = s3_op_new(r, n);
+    api_query *q = api_query_new(r, on_s3_got, op);
+    int s = api_query_stmt(q, "SELECT * FROM queen.cp_s3_get_v1($1)");
+    api_param_text(q, s, n);
+    api_query_submit(q);
+}
+
+static void on_s3_deleted(api_query *q, PGresult *const *res)
+{
+    s3_op *op = q->arg;
+    http_req *r = op->r;
+    app *a = r->app;
+    if (PQntuples(res[0]) != 1 || res_null(res[0], 0, CPD_REMOVED)) {
+        http_respond_error_code(r, 404, "cluster_not_found", "no cluster named %s", op->name);
+        return;
+    }
+    int removed = res_bool(res[0], 0, CPD_REMOVED);
+    if (removed) {
+        s3_node_poke(a->s3);
+        log_info("cp", "cluster %s: sink removed (the bucket's objects are kept)", op->name);
+    }
+    buf b;
+    buf_init(&b, 0);
+    buf_puts(&b, "{\"cluster\":");
+    jw_cstr(&b, op->name);
+    buf_printf(&b, ",\"removed\":%s}", removed ? "true" : "false");
+    http_respond_json(r, 200, &b);
+    buf_free(&b);
+}
+
+static void api_cp_s3_delete(http_req *r)
+{
+    if (s3_available_or_respond(r) < 0)
+        return;
+    const char *n = name_param_or_respond(r);
+    if (!n)
+        return;
+    if (r->body_len) {
+        http_respond_error_code(r, 400, "invalid_request", "this route takes no body");
+        return;
+    }
+    s3_op *op = s3_op_new(r, n);
+    api_query *q = api_query_new(r, on_s3_deleted, op);
+    int s = api_query_stmt(q, "SELECT * FROM queen.cp_s3_delete_v1($1)");
+    api_param_text(q, s, n);
+    api_query_submit(q);
+}
+
 void api_register_proxy(app *a, http_server *s)
 {
     http_server_set_gate(s, api_proxy_gate);
@@ -540,5 +785,8 @@ void api_register_proxy(app *a, http_server *s)
     http_route(s, "PUT", "/api/cp/clusters/:cluster/status", api_cp_status, ACCESS_ADMIN);
     http_route(s, "POST", "/api/cp/clusters/:cluster/token", api_cp_token, ACCESS_ADMIN);
     http_route(s, "POST", "/api/cp/clusters/:cluster/purge", api_cp_purge, ACCESS_ADMIN);
+    http_route(s, "PUT", "/api/cp/clusters/:cluster/s3", api_cp_s3_put, ACCESS_ADMIN);
+    http_route(s, "GET", "/api/cp/clusters/:cluster/s3", api_cp_s3_get, ACCESS_ADMIN);
+    http_route(s, "DELETE", "/api/cp/clusters/:cluster/s3", api_cp_s3_delete, ACCESS_ADMIN);
     api_register_data_routes(a, s, 1);
 }

@@ -268,18 +268,15 @@ void api_eph_push(http_req *r)
             pls[i] = json_raw(&d, pl, &lens[i]);
         }
     }
-    int rc = n ? eph_push(a->eph, r->tenant, q, qlen, p, plen, pls, lens, n, now_ms()) : EPH_OK;
-    if (rc == EPH_QUEUE_FULL) {
+    qerr_detail err;
+    qerr e = n ? eph_push(a->eph, r->tenant, q, qlen, p, plen, pls, lens, n, now_ms(), &err) : QERR_OK;
+    if (e != QERR_OK) {
+        /* both are bounds to retry after: the node's (503) is answered with its sentence too */
         r->retry_after = "1";
-        http_respond_refusal(r, 429, "ephemeral_queue_full", "queue_full",
-                             "ephemeral queue %.*s has no room for %u more messages (maxLength/maxBytes, policy reject); "
-                             "nothing was pushed", (int)(qlen > 200 ? 200 : qlen), q, n);
-        goto out;
-    }
-    if (rc == EPH_NODE_FULL) {
-        r->retry_after = "1";
-        http_respond_refusal(r, 503, "ephemeral_node_full", "node_full",
-                             "this node's ephemeral queues hold QUEEN_EPHEMERAL_MAX_BYTES already; nothing was pushed");
+        if (e == QERR_UNAVAILABLE)
+            http_respond_refusal(r, 503, err.code, err.reason, "%s", err.text);
+        else
+            http_respond_qerr_refusal(r, e, &err);
         goto out;
     }
     if (n)

@@ -34,10 +34,12 @@ static kv_ctx *ctx_new(http_req *r)
 /* The path's namespace and key, checked; -1 after answering 400. */
 static int path_names_or_respond(http_req *r, int with_key)
 {
-    char err[200];
-    if (kv_check_name("namespace", r->params[0], r->param_lens[0], KV_NAMESPACE_MAX_BYTES, err, sizeof err) < 0 ||
-        (with_key && kv_check_name("key", r->params[1], r->param_lens[1], KV_KEY_MAX_BYTES, err, sizeof err) < 0)) {
-        http_respond_error(r, 400, "%s", err);
+    qerr_detail err;
+    qerr e = kv_check_name("namespace", r->params[0], r->param_lens[0], KV_NAMESPACE_MAX_BYTES, &err);
+    if (e == QERR_OK && with_key)
+        e = kv_check_name("key", r->params[1], r->param_lens[1], KV_KEY_MAX_BYTES, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return -1;
     }
     return 0;
@@ -71,12 +73,13 @@ static void on_batch(db_req *d)
     }
     kv_params_free(&c->p);
     kv_outcome o;
-    char err[200];
+    qerr_detail err;
     PGresult *res = d->res[0];
     d->res[0] = NULL; /* the outcome owns it now */
     db_req_clear(d);
-    if (kv_batch_decode(res, c->n, &o, err, sizeof err) < 0) {
-        http_respond_error(r, 500, "%s", err);
+    qerr e = kv_batch_decode(res, c->n, &o, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         kv_outcome_clear(&o);
         return;
     }
@@ -148,16 +151,17 @@ static void single_op(http_req *r, int kind, int if_absent, int body_required, i
     c->n = 1;
     c->single = 1;
     kv_op *op = &c->ops[0];
-    char err[400];
+    qerr_detail err;
+    qerr e;
     if (r->body_len > 0 || body_required) {
         json_doc d;
         /* root(0) → field values(1): the value's insides are validated, not tokenised */
         if (api_parse_body_or_respond(r, &d, 1) < 0)
             return;
-        int rc = kv_parse_op_fields(&d, 0, kind, if_absent, &r->ar, op, err, sizeof err);
+        e = kv_parse_op_fields(&d, 0, kind, if_absent, &r->ar, op, &err);
         json_doc_free(&d);
-        if (rc < 0) {
-            http_respond_error(r, 400, "%s", err);
+        if (e != QERR_OK) {
+            http_respond_qerr(r, e, &err);
             return;
         }
         if (op->ns || op->key) {
@@ -178,8 +182,9 @@ static void single_op(http_req *r, int kind, int if_absent, int body_required, i
     op->ns_len = r->param_lens[0];
     op->key = r->params[1];
     op->key_len = r->param_lens[1];
-    if (kv_check_op(op, err, sizeof err) < 0) {
-        http_respond_error(r, 400, "%s", err);
+    e = kv_check_op(op, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return;
     }
     run_batch(c);
@@ -221,11 +226,11 @@ void api_kv_batch(http_req *r)
     if (api_parse_body_or_respond(r, &d, 3) < 0)
         return;
     kv_ctx *c = ctx_new(r);
-    char err[600];
-    int rc = kv_parse_batch(&d, &r->ar, &c->ops, &c->n, err, sizeof err);
+    qerr_detail err;
+    qerr e = kv_parse_batch(&d, &r->ar, &c->ops, &c->n, &err);
     json_doc_free(&d);
-    if (rc < 0) {
-        http_respond_error(r, 400, "%s", err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return;
     }
     run_batch(c);
@@ -365,11 +370,14 @@ void api_kv_list(http_req *r)
     }
     const char *prefix = http_query(r, "prefix");
     const char *after = http_query(r, "after");
-    char err[200];
-    if ((prefix && *prefix &&
-         kv_check_name("prefix", prefix, strlen(prefix), KV_KEY_MAX_BYTES, err, sizeof err) < 0) ||
-        (after && *after && kv_check_name("after", after, strlen(after), KV_KEY_MAX_BYTES, err, sizeof err) < 0)) {
-        http_respond_error(r, 400, "%s", err);
+    qerr_detail err;
+    qerr e = QERR_OK;
+    if (prefix && *prefix)
+        e = kv_check_name("prefix", prefix, strlen(prefix), KV_KEY_MAX_BYTES, &err);
+    if (e == QERR_OK && after && *after)
+        e = kv_check_name("after", after, strlen(after), KV_KEY_MAX_BYTES, &err);
+    if (e != QERR_OK) {
+        http_respond_qerr(r, e, &err);
         return;
     }
     kv_list_params(r->tenant, r->params[0], r->param_lens[0], prefix, prefix ? strlen(prefix) : 0, after,
@@ -395,18 +403,6 @@ typedef struct kvw_ctx {
     int n;
     int attempts;
 } kvw_ctx;
-
-static void kvw_respond_refused(http_req *r, const kvw_refusal *why)
-{
-    buf b;
-    buf_init(&b, 0);
-    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
-    if (why->index >= 0)
-        buf_printf(&b, ",\"index\":%d", why->index);
-    buf_putc(&b, '}');
-    http_respond_json(r, why->status, &b);
-    buf_free(&b);
-}
 
 /* The {"operations": [...]} body of the KV and lock routes, parsed to `depth`; -1 when refused
  * (with `code`: kv_invalid_body, lock_invalid_body). */
@@ -519,7 +515,7 @@ static int kvw_submit(kvw_ctx *c)
 
 void api_kv_ops(http_req *r)
 {
-    kvw_refusal why = {0};
+    qerr_detail why;
     json_doc d;
     /* root(0) → operations(1) → op(2) → field values(3) → getMany's keys(4); a value's insides
      * below that are validated, not tokenised */
@@ -528,10 +524,10 @@ void api_kv_ops(http_req *r)
     kvw_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    int rc = kvw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    qerr e = kvw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
     json_doc_free(&d);
-    if (rc < 0) {
-        kvw_respond_refused(r, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     if (c->n == 0) {
@@ -613,17 +609,17 @@ static int lock_submit(lock_ctx *c)
 
 void api_locks(http_req *r)
 {
-    kvw_refusal why = {0};
+    qerr_detail why;
     json_doc d;
     if (ops_body(r, &d, 3, "lock_invalid_body") < 0)
         return;
     lock_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     c->http = r;
-    int rc = lockw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    qerr e = lockw_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
     json_doc_free(&d);
-    if (rc < 0) {
-        kvw_respond_refused(r, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     if (c->n == 0) {

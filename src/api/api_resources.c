@@ -15,6 +15,7 @@
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
+#include "queue/options.h"
 
 static const uint8_t *const default_tenant = DEFAULT_TENANT;
 
@@ -163,20 +164,6 @@ static int group_rows_from(const PGresult *g, int64_t pid)
     return lo;
 }
 
-/* An option of the queue's effective options (raw JSON): the SQL merges the stored ones over
- * the defaults (queen.queue_options_v1), so every option is there; null if one is not. */
-static void option_json(buf *b, const json_doc *d, int ok, const char *key)
-{
-    int t = ok ? json_get(d, 0, key) : -1;
-    if (t < 0) {
-        buf_puts(b, "null");
-        return;
-    }
-    size_t n;
-    const char *raw = json_raw(d, t, &n);
-    buf_append(b, raw, n);
-}
-
 static void on_queue(api_query *q, PGresult *const *res)
 {
     queue_ctx *c = q->arg;
@@ -203,21 +190,21 @@ static void on_queue(api_query *q, PGresult *const *res)
         buf_puts(&b, ",\"task\":");
         res_json_str(&b, x, 0, QC_TASK);
         buf_puts(&b, ",\"priority\":");
-        option_json(&b, &od, ok, "priority");
+        queue_option_raw(&b, &od, ok, "priority");
         buf_puts(&b, ",\"createdAt\":");
         admin_iso_ms_or_null(&b, res_i64(x, 0, QC_CREATED));
         buf_puts(&b, ",\"config\":{\"leaseTime\":");
-        option_json(&b, &od, ok, "leaseTime");
+        queue_option_raw(&b, &od, ok, "leaseTime");
         buf_puts(&b, ",\"retryLimit\":");
-        option_json(&b, &od, ok, "retryLimit");
+        queue_option_raw(&b, &od, ok, "retryLimit");
         buf_puts(&b, ",\"retryDelay\":");
-        option_json(&b, &od, ok, "retryDelay");
+        queue_option_raw(&b, &od, ok, "retryDelay");
         buf_puts(&b, ",\"ttl\":");
-        option_json(&b, &od, ok, "ttl");
+        queue_option_raw(&b, &od, ok, "ttl");
         buf_puts(&b, ",\"maxQueueSize\":");
-        option_json(&b, &od, ok, "maxSize");
+        queue_option_raw(&b, &od, ok, "maxSize");
         buf_puts(&b, ",\"deadLetterQueue\":");
-        option_json(&b, &od, ok, "deadLetterQueue");
+        queue_option_raw(&b, &od, ok, "deadLetterQueue");
         buf_puts(&b, "}},\"partitions\":[");
     } else {
         buf_printf(&b, "{\"id\":\"%s\",\"name\":", qid);

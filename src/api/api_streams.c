@@ -1,12 +1,12 @@
 /* api_streams.c — the broker side of streams, /streams/v1/… (docs/streams.md): registering,
  * listing, reading and dropping queries, the cycle (state ops + sink pushes + source ack in one
- * transaction, queen.streams_cycle_v1) and state reads. Bodies and answers are the earlier
- * release's (its JS SDK and the 2.x Python runtime speak them unchanged); sink pushes are
- * encoded exactly as POST /api/v1/push encodes them (push_item_parse_or_respond, push_enc:
- * sealing, the producer stamp), and every sink item without a transactionId gets one derived
- * here from (query, partition, what the cycle closes, result index), so a retried or
- * concurrent cycle or flush is deduplicated by the push path instead of emitted twice. */
-#include <openssl/evp.h>
+ * transaction, queen.streams_cycle_v2) and state reads. Bodies and answers are the earlier
+ * release's (its JS SDK and the 2.x Python runtime speak them unchanged); the cycle body is
+ * read by streams/cyclereq.c (pure), its sink pushes are encoded exactly as POST /api/v1/push
+ * encodes them (push_item_read, push_enc: sealing, the producer stamp), and every sink item
+ * without a transactionId gets one derived from (query, partition, what the cycle closes,
+ * result index), so a retried or concurrent cycle or flush is deduplicated by the push path
+ * instead of emitted twice. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +16,10 @@
 #include "core/util.h"
 
 #define NAME_MAX_BYTES 255
-#define STATE_KEY_MAX_BYTES 2048
 #include "crypto/seal.h"
 #include "db/pgarray.h"
 #include "storage/logread.h"
+#include "streams/cyclereq.h"
 #include "streams/streams_results.h"
 
 /* ------------------------------------------------------------------ per-query counters */
@@ -576,6 +576,7 @@ typedef struct sg_ctx {
     http_req *http;
     app *a;
     int partitions_mode;
+    int versions; /* "versions": true: each row carries its version (our SDKs send it back) */
     char tenant[37], query[37], part[37], since[24], ripe[40];
     pgarray keys;
     const char *values[6];
@@ -620,6 +621,8 @@ static void sg_done(db_req *d)
             buf_append(&b, PQgetvalue(res, i, SSG_VALUE), (size_t)PQgetlength(res, i, SSG_VALUE));
             buf_puts(&b, ",\"updated_at\":");
             iso_or_null(&b, res, i, SSG_UPDATED);
+            if (c->versions)
+                buf_printf(&b, ",\"version\":%lld", (long long)db_get_i64(res, i, SSG_UPDATED));
             buf_putc(&b, '}');
         }
         buf_puts(&b, "]}");
@@ -635,7 +638,7 @@ void api_streams_state_get(http_req *r)
     if (api_parse_body_or_respond(r, &d, 3) < 0)
         return;
     static const char *const known[] = {"query_id", "partition_id", "keys", "key_prefix", "ripe_at_or_before",
-                                        "touched_within_ms", NULL};
+                                        "touched_within_ms", "versions", NULL};
     uuid q, p;
     if (required_uuid(r, &d, "query_id", &q) < 0 || refuse_unknown(r, &d, 0, known, NULL) < 0) {
         json_doc_free(&d);
@@ -645,6 +648,14 @@ void api_streams_state_get(http_req *r)
     memset(c, 0, sizeof *c);
     c->http = r;
     c->a = r->app;
+    int vt = json_get(&d, 0, "versions");
+    if (vt >= 0 && json_type_of(&d, vt) != JSON_NULL && json_type_of(&d, vt) != JSON_TRUE &&
+        json_type_of(&d, vt) != JSON_FALSE) {
+        json_doc_free(&d);
+        http_respond_error(r, 400, "versions must be a boolean");
+        return;
+    }
+    c->versions = vt >= 0 && json_type_of(&d, vt) == JSON_TRUE;
     format_uuid_text(r->tenant, c->tenant);
     uuid_format(&q, c->query);
     c->values[0] = c->tenant;
@@ -747,7 +758,7 @@ void api_streams_state_get(http_req *r)
 
 /* ------------------------------------------------------------------ POST /streams/v1/cycle */
 
-#define CY_PARAMS 25
+#define CY_PARAMS 26
 #define CY_MAX_ATTEMPTS 5
 #define CY_BATCH_MAX 100
 
@@ -758,7 +769,7 @@ typedef struct cy_ctx {
     uuid query, part;
     char tenant[37], query_s[37], part_s[37];
     const char *group;
-    pgarray ops[3];
+    pgarray ops[4]; /* types, keys, values, versions */
     uint32_t nops;
     push_req pr;
     push_enc enc;
@@ -772,6 +783,8 @@ typedef struct cy_ctx {
     int64_t count;
     char count_s[24];
     int replay;
+    int salted; /* its ids were derived again with its windows' incarnations */
+    cycle_req q;
     const char *values[CY_PARAMS];
     int lengths[CY_PARAMS];
     int formats[CY_PARAMS];
@@ -787,7 +800,7 @@ static void cy_free(cy_ctx *c)
     if (c->enc_init)
         push_enc_free(&c->enc);
     c->enc_init = 0;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pgarray_free(&c->ops[k]);
 }
 
@@ -795,11 +808,11 @@ static void cy_encode(cy_ctx *c)
 {
     push_enc_build(&c->enc, &c->pr, pusher_dedup_window_us(c->a->push));
     for (int k = 0; k < PUSH_PARAMS; k++) {
-        c->values[7 + k] = c->enc.values[k];
-        c->lengths[7 + k] = c->enc.lengths[k];
-        c->formats[7 + k] = c->enc.formats[k];
+        c->values[8 + k] = c->enc.values[k];
+        c->lengths[8 + k] = c->enc.lengths[k];
+        c->formats[8 + k] = c->enc.formats[k];
     }
-    c->values[24] = c->replay ? "true" : "false";
+    c->values[25] = c->replay ? "true" : "false";
 }
 
 static void cy_failure_json(const cy_ctx *c, buf *b, const char *msg)
@@ -911,7 +924,7 @@ static int cy_sealed_again(cy_ctx *c, const push_group *refused)
         return 0;
     }
     if (++c->refusals > (int)c->enc.ngroups + 1) {
-        cy_fail(c, NULL, "streams_cycle_v1 kept refusing sealed records as not sealed");
+        cy_fail(c, NULL, "streams_cycle_v2 kept refusing sealed records as not sealed");
         return 0;
     }
     for (uint32_t i = 0; i < c->pr.n; i++)
@@ -933,7 +946,7 @@ static int cy_apply(cy_ctx *c, PGresult *res, int col, int32_t val, int summary_
     if (dups) {
         c->replay = 1;
         if (++c->resubmits > (int)c->pr.n + 1) {
-            cy_fail(c, NULL, "streams_cycle_v1 kept finding duplicates");
+            cy_fail(c, NULL, "streams_cycle_v2 kept finding duplicates");
             return 0;
         }
         return 1;
@@ -978,6 +991,8 @@ static void cy_release(cy_ctx *c)
     }
 }
 
+static int cy_reincarnate(cy_ctx *c, PGresult *res, int col, int32_t val);
+
 static void cy_done(db_req *d)
 {
     cy_ctx *c = d->arg;
@@ -997,7 +1012,7 @@ static void cy_done(db_req *d)
                 return;
             api_respond_db_error(r, d);
         } else {
-            http_respond_error(r, 500, "streams_cycle_v1 kept refusing sealed records as not sealed");
+            http_respond_error(r, 500, "streams_cycle_v2 kept refusing sealed records as not sealed");
         }
         buf_free(&c->answer);
         cy_free(c);
@@ -1033,11 +1048,14 @@ static void cy_done(db_req *d)
         cy_free(c);
         return;
     }
-    int summary = -1;
-    for (int i = 0; i < PQntuples(res); i++)
+    int summary = -1, incarnation = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
         if (db_get_i32(res, i, SCY_KIND) == SCY_ROW_SUMMARY)
             summary = i;
-    if (cy_apply(c, res, -1, 0, summary)) {
+        if (db_get_i32(res, i, SCY_KIND) == SCY_ROW_INCARNATION)
+            incarnation = 1;
+    }
+    if (incarnation ? cy_reincarnate(c, res, -1, 0) : cy_apply(c, res, -1, 0, summary)) {
         db_req_clear(d);
         cy_encode(c);
         if (db_submit(c->a->db, d) == 0)
@@ -1053,291 +1071,92 @@ static void cy_done(db_req *d)
     buf_free(&c->answer);
 }
 
-/* The transactionId of sink item `index` without one of its own: a cycle with an ack derives
- * it from its lease and the acked source record (a retry of that cycle re-derives the same ids), a flush
- * from the state rows it closes and the item's payload (a retried flush, or a second runner
- * flushing the same rows, derives the same ids; a window re-created later by new records
- * has another payload). */
-static void derive_txn(cy_ctx *c, const buf *seed, uint32_t index, const push_item *it, char out[41])
-{
-    EVP_MD_CTX *m = EVP_MD_CTX_new();
-    unsigned char h[32];
-    unsigned int hl = 0;
-    char idx[16];
-    int n = snprintf(idx, sizeof idx, "%u", index);
-    EVP_DigestInit_ex(m, EVP_sha256(), NULL);
-    EVP_DigestUpdate(m, "queen.streams\x1f", 14);
-    EVP_DigestUpdate(m, c->query.b, 16);
-    EVP_DigestUpdate(m, c->part.b, 16);
-    EVP_DigestUpdate(m, seed->data ? seed->data : "", seed->len);
-    EVP_DigestUpdate(m, "\x1f", 1);
-    EVP_DigestUpdate(m, idx, (size_t)n);
-    if (!c->has_ack) {
-        EVP_DigestUpdate(m, "\x1f", 1);
-        EVP_DigestUpdate(m, it->queue, it->queue_len);
-        EVP_DigestUpdate(m, "\x1f", 1);
-        EVP_DigestUpdate(m, it->partition, it->partition_len);
-        EVP_DigestUpdate(m, "\x1f", 1);
-        if (it->payload_len)
-            EVP_DigestUpdate(m, it->payload, it->payload_len);
-    }
-    EVP_DigestFinal_ex(m, h, &hl);
-    EVP_MD_CTX_free(m);
-    static const char hex[] = "0123456789abcdef";
-    memcpy(out, "sq:", 3);
-    for (int i = 0; i < 18; i++) {
-        out[3 + 2 * i] = hex[h[i] >> 4];
-        out[4 + 2 * i] = hex[h[i] & 15];
-    }
-    out[39] = 0;
-}
-
-static const char KV_REASON[] =
-    "a stream cycle carries no %s array: a cycle is the one actor that blocks on an advisory lock, and the lock "
-    "order puts queen.kv and queen.log_timers outside it, so a cycle that touched them would hold the two outermost "
-    "spaces while blocking on an advisory lock. Use state_ops for state atomic with the cycle; emit onto a queue and "
-    "schedule the timer (or the KV write) in that queue's consumer";
-
-/* Parses one cycle object (token `o`) into c. Returns 0; -1 after answering 400 (the request
- * is refused whole); 1 when the cycle failed as the earlier release fails it, with 200
- * success:false (answer in c->answer, c->done). `at` prefixes messages of array elements. */
+/* Reads one cycle object (token `o`, through streams/cyclereq.c) into c. Returns 0; -1 after
+ * answering 400 (the request is refused whole); 1 when the cycle failed as the earlier release
+ * fails it, with 200 success:false (answer in c->answer, c->done). `at` prefixes messages of
+ * array elements. */
 static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
 {
-    char pfx[32] = "";
-    if (at)
-        snprintf(pfx, sizeof pfx, "%s: ", at);
-    if (json_type_of(d, o) != JSON_OBJECT) {
-        http_respond_error(r, 400, "%sa cycle must be a JSON object", pfx);
-        return -1;
-    }
-    int kvt = json_get(d, o, "kv");
-    int tmt = json_get(d, o, "timers");
-    if (kvt >= 0 || tmt >= 0) {
-        http_respond_refusal(r, 400, "bad_request", kvt >= 0 ? "cycle_kv_unsupported" : "cycle_timers_unsupported",
-                             KV_REASON, kvt >= 0 ? "kv" : "timers");
-        return -1;
-    }
-    static const char *const known[] = {"query_id", "partition_id", "consumer_group", "state_ops", "push_items",
-                                        "ack", "release_lease", "idx", NULL};
-    if (refuse_unknown(r, d, o, known, at) < 0)
-        return -1;
-    static const char *const idk[] = {"query_id", "partition_id"};
-    uuid *ids[] = {&c->query, &c->part};
-    for (int k = 0; k < 2; k++) {
-        const char *s;
-        size_t len;
-        int rc = api_str_field(r, d, o, idk[k], &s, &len);
-        if (rc != 1 || len == 0) {
-            http_respond_error(r, 400, "%s%s is required", pfx, idk[k]);
-            return -1;
-        }
-        /* partition_id: also a framed pop's u64 id (api_partition_ref), resolved by the SQL */
-        if ((k == 1 ? api_partition_ref(s, len, ids[k]) : uuid_parse(s, len, ids[k])) < 0) {
-            http_respond_error_code(r, 400, "invalid_uuid", "%s%s must be a UUID", pfx, idk[k]);
-            return -1;
-        }
-    }
+    cycle_err err;
+    cycle_req *q = &c->q;
+    cycle_rc rc = cycle_read(&r->ar, d, o, at, q, &err);
+    c->query = q->query;
+    c->part = q->part;
     uuid_format(&c->query, c->query_s);
     uuid_format(&c->part, c->part_s);
-    size_t len;
-    int rc = api_str_field(r, d, o, "consumer_group", &c->group, &len);
-    if (rc < 0) {
-        http_respond_error(r, 400, "%sconsumer_group must be a string without NUL characters", pfx);
+    if (rc == CYCLE_BAD) {
+        if (err.reason)
+            http_respond_refusal(r, 400, err.code, err.reason, "%s", err.text);
+        else
+            http_respond_error_code(r, 400, err.code, "%s", err.text);
         return -1;
     }
-    if (rc == 0 || len == 0)
-        c->group = QUEUE_MODE_GROUP;
-    c->release = 1;
-    int rl = json_get(d, o, "release_lease");
-    if (rl >= 0 && json_type_of(d, rl) == JSON_FALSE)
-        c->release = 0;
-    else if (rl >= 0 && json_type_of(d, rl) != JSON_TRUE && json_type_of(d, rl) != JSON_NULL) {
-        http_respond_error(r, 400, "%srelease_lease must be a boolean", pfx);
+    c->has_ack = q->has_ack;
+    if (rc == CYCLE_FAILED) {
+        cy_fail(c, NULL, err.text);
+        return 1;
+    }
+    /* sink pushes are pushes: a cluster that may not push (push_blocked, at its storage
+     * ceiling) has the cycle refused as /api/v1/push would be; a cycle without pushes (state,
+     * ack) goes on, so its consumers drain (docs/control-plane.md) */
+    if (q->nitems > 0 && api_cp_push_refused(r))
         return -1;
+    c->group = q->group;
+    c->release = q->release;
+    c->ack_txn = q->ack_txn;
+    c->ack_status = q->ack_status;
+    c->ack_error = q->ack_error;
+    c->has_lease = q->has_lease;
+    c->lease = q->lease;
+    c->has_count = q->has_count;
+    c->count = q->count;
+    for (uint32_t i = 0; i < q->nops; i++) {
+        const cycle_op *op = &q->ops[i];
+        pgarray_add(&c->ops[0], op->del ? "delete" : "upsert", 6);
+        pgarray_add(&c->ops[1], op->key, op->key_len);
+        if (op->del)
+            pgarray_add_null(&c->ops[2]);
+        else
+            pgarray_add(&c->ops[2], op->value, op->value_len);
+        if (op->has_version)
+            pgarray_add_i64(&c->ops[3], op->version);
+        else
+            pgarray_add_null(&c->ops[3]);
     }
-
-    /* the ack */
-    int ak = json_get(d, o, "ack");
-    if (ak >= 0 && json_type_of(d, ak) == JSON_OBJECT) {
-        static const char *const ack_known[] = {"transactionId", "leaseId", "status", "count", "error",
-                                                "partitionId", "consumerGroup", NULL};
-        if (refuse_unknown(r, d, ak, ack_known, "ack") < 0)
-            return -1;
-        c->has_ack = 1;
-        rc = api_str_field(r, d, ak, "transactionId", &c->ack_txn, &len);
-        if (rc != 1 || len == 0) {
-            cy_fail(c, NULL, "ack.transactionId is required");
-            return 1;
-        }
-        const char *s;
-        rc = api_str_field(r, d, ak, "leaseId", &s, &len);
-        if (rc < 0 || (rc == 1 && len > 0 && uuid_parse(s, len, &c->lease) < 0)) {
-            http_respond_error_code(r, 400, "invalid_uuid", "%sack.leaseId must be a UUID", pfx);
-            return -1;
-        }
-        c->has_lease = rc == 1 && len > 0;
-        rc = api_str_field(r, d, ak, "status", &c->ack_status, &len);
-        if (rc < 0) {
-            http_respond_error(r, 400, "%sack.status must be a string", pfx);
-            return -1;
-        }
-        if (rc == 0 || len == 0)
-            c->ack_status = "completed";
-        if (strcmp(c->ack_status, "completed") && strcmp(c->ack_status, "success") &&
-            strcmp(c->ack_status, "failed") && strcmp(c->ack_status, "dlq")) {
-            buf m;
-            buf_init(&m, 0);
-            buf_printf(&m, "Unknown ack.status: %s", c->ack_status);
-            cy_fail(c, NULL, buf_cstr(&m));
-            buf_free(&m);
-            return 1;
-        }
-        rc = api_int_field(d, ak, "count", 0, 1000000000, &c->count);
-        if (rc < 0) {
-            http_respond_error(r, 400, "%sack.count must be a non-negative integer (source records)", pfx);
-            return -1;
-        }
-        c->has_count = rc == 1;
-        rc = api_str_field(r, d, ak, "error", &c->ack_error, &len);
-        if (rc < 0) {
-            http_respond_error(r, 400, "%sack.error must be a string", pfx);
-            return -1;
-        }
-    } else if (ak >= 0 && json_type_of(d, ak) != JSON_NULL) {
-        http_respond_error(r, 400, "%sack must be an object or null", pfx);
-        return -1;
-    }
-
-    /* the state ops; the flush's seed is the keys it deletes */
-    int ret = 0;
-    buf seed;
-    buf_init(&seed, 0);
-    if (c->has_ack) {
-        /* the lease: a retry within it derives the same ids; records delivered again under
-         * another lease (a seek back, a deliberate replay) are new results */
-        buf_puts(&seed, "a\x1f");
-        if (c->has_lease)
-            buf_append(&seed, c->lease.b, 16);
-        buf_putc(&seed, 0x1f);
-        buf_puts(&seed, c->ack_txn);
-        buf_printf(&seed, "\x1f%lld", c->has_count ? (long long)c->count : -1LL);
-    } else {
-        buf_puts(&seed, "f");
-    }
-    int so = json_get(d, o, "state_ops");
-    if (so >= 0 && json_type_of(d, so) == JSON_ARRAY) {
-        int e = json_first(d, so);
-        for (uint32_t i = 0; i < d->toks[so].count; i++, e = json_next(d, e)) {
-            static const char *const op_known[] = {"type", "key", "value", NULL};
-            char where[64];
-            snprintf(where, sizeof where, "%.32sstate_ops[%u]", pfx, i);
-            const char *key;
-            size_t kl;
-            if (json_type_of(d, e) != JSON_OBJECT) {
-                http_respond_error(r, 400, "%s must be an object", where);
-                ret = -1;
-                goto out;
-            }
-            if (refuse_unknown(r, d, e, op_known, where) < 0) {
-                ret = -1;
-                goto out;
-            }
-            int ty = json_get(d, e, "type");
-            if (api_str_field(r, d, e, "key", &key, &kl) != 1) {
-                http_respond_error(r, 400, "%s.key is required (a string without NUL characters)", where);
-                ret = -1;
-                goto out;
-            }
-            if (kl > STATE_KEY_MAX_BYTES) {
-                /* the key is in the state table's primary key: a B-tree entry has room for ~2.7 kB */
-                http_respond_error(r, 400, "%s.key is %zu bytes, more than %d", where, kl, STATE_KEY_MAX_BYTES);
-                ret = -1;
-                goto out;
-            }
-            if (json_str_eq(d, ty, "upsert")) {
-                int v = json_get(d, e, "value");
-                size_t vl;
-                const char *raw = v >= 0 && json_type_of(d, v) != JSON_NULL ? json_raw(d, v, &vl) : NULL;
-                if (!raw) {
-                    raw = "{}";
-                    vl = 2;
-                }
-                pgarray_add(&c->ops[0], "upsert", 6);
-                pgarray_add(&c->ops[1], key, kl);
-                pgarray_add(&c->ops[2], raw, vl);
-            } else if (json_str_eq(d, ty, "delete")) {
-                pgarray_add(&c->ops[0], "delete", 6);
-                pgarray_add(&c->ops[1], key, kl);
-                pgarray_add_null(&c->ops[2]);
-                if (!c->has_ack) {
-                    buf_putc(&seed, 0x1f);
-                    buf_append(&seed, key, kl);
-                }
-            } else {
-                buf t;
-                buf_init(&t, 0);
-                if (json_type_of(d, ty) == JSON_STRING)
-                    json_str_decode(d, ty, &t);
-                else
-                    buf_puts(&t, "null");
-                buf m;
-                buf_init(&m, 0);
-                buf_printf(&m, "Unknown state_op type: %s", buf_cstr(&t));
-                cy_fail(c, NULL, buf_cstr(&m));
-                buf_free(&m);
-                buf_free(&t);
-                ret = 1;
-                goto out;
-            }
-            c->nops++;
-        }
-    } else if (so >= 0 && json_type_of(d, so) != JSON_NULL) {
-        http_respond_error(r, 400, "%sstate_ops must be an array", pfx);
-        ret = -1;
-        goto out;
-    }
-
-    /* the sink pushes */
-    int pi = json_get(d, o, "push_items");
-    uint32_t nitems = pi >= 0 && json_type_of(d, pi) == JSON_ARRAY ? d->toks[pi].count : 0;
-    if (pi >= 0 && json_type_of(d, pi) != JSON_ARRAY && json_type_of(d, pi) != JSON_NULL) {
-        http_respond_error(r, 400, "%spush_items must be an array", pfx);
-        ret = -1;
-        goto out;
-    }
+    c->nops = q->nops;
     push_req *pr = &c->pr;
     memcpy(pr->tenant, r->tenant, 16);
     if (r->subject) {
         pr->producer = r->subject;
         pr->producer_len = (uint32_t)strlen(r->subject);
     }
-    pr->items = arena_alloc(&r->ar, (nitems + 1) * sizeof *pr->items);
-    memset(pr->items, 0, (nitems + 1) * sizeof *pr->items);
-    if (nitems) {
-        int it = json_first(d, pi);
-        for (uint32_t k = 0; k < nitems; k++, it = json_next(d, it)) {
-            push_item *x = &pr->items[pr->n];
-            if (push_item_parse_or_respond(r, d, it, k, x) < 0) {
-                ret = -1;
-                goto out;
-            }
-            if (!x->payload_len) {
-                x->payload = "{}";
-                x->payload_len = 2;
-            }
-            if (!x->txn_producer) {
-                char *t = arena_alloc(&r->ar, 41);
-                derive_txn(c, &seed, k, x, t);
-                x->txn = t;
-                x->txn_len = (uint32_t)strlen(t);
-                x->txn_producer = 1;
-            }
-            pr->n++;
-        }
+    pr->items = q->items;
+    pr->n = q->nitems;
+    return 0;
+}
+
+/* A flush whose derived ids were all known while its windows are open again (kind 7 rows:
+ * the rows' created_us per delete): a later incarnation of those windows — the ids are
+ * derived again with the incarnations and it runs as a new flush. 1 when it must run again,
+ * 0 when it failed (c->answer set). */
+static int cy_reincarnate(cy_ctx *c, PGresult *res, int col, int32_t val)
+{
+    if (c->salted) {
+        cy_fail(c, "QS005", "stale flush: its windows were closed and opened again while it ran; read them again");
+        return 0;
     }
-out:
-    buf_free(&seed);
-    return ret;
+    buf salt;
+    buf_init(&salt, 0);
+    for (int i = 0; i < PQntuples(res); i++) {
+        if (db_get_i32(res, i, SCY_KIND) != SCY_ROW_INCARNATION || (col >= 0 && db_get_i32(res, i, col) != val))
+            continue;
+        buf_printf(&salt, "%d:%lld,", db_get_i32(res, i, SCY_IDX), (long long)db_get_i64(res, i, SCY_OFF));
+    }
+    cycle_rederive(&c->http->ar, &c->q, salt.data ? salt.data : "", salt.len);
+    buf_free(&salt);
+    c->salted = 1;
+    c->replay = 0;
+    return 1;
 }
 
 static cy_ctx *cy_new(http_req *r, uint32_t elem)
@@ -1350,38 +1169,39 @@ static cy_ctx *cy_new(http_req *r, uint32_t elem)
     buf_init(&c->answer, 0);
     for (int k = 0; k < 3; k++)
         pgarray_begin(&c->ops[k], OID_TEXT);
+    pgarray_begin(&c->ops[3], OID_INT8);
     return c;
 }
 
-/* Fills the element's parameters of streams_cycle_v1 (and its encoder). */
+/* Fills the element's parameters of streams_cycle_v2 (and its encoder). */
 static void cy_prepare(cy_ctx *c)
 {
     http_req *r = c->http;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pgarray_finish(&c->ops[k]);
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
     c->values[1] = c->query_s;
     c->values[2] = c->part_s;
     c->values[3] = c->group;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         c->values[4 + k] = c->ops[k].b.data;
         c->lengths[4 + k] = (int)c->ops[k].b.len;
         c->formats[4 + k] = 1;
     }
-    c->values[17] = c->has_ack ? c->ack_txn : NULL;
+    c->values[18] = c->has_ack ? c->ack_txn : NULL;
     if (c->has_lease) {
         uuid_format(&c->lease, c->lease_s);
-        c->values[18] = c->lease_s;
+        c->values[19] = c->lease_s;
     }
-    c->values[19] = c->has_ack ? c->ack_status : NULL;
+    c->values[20] = c->has_ack ? c->ack_status : NULL;
     if (c->has_count) {
         snprintf(c->count_s, sizeof c->count_s, "%lld", (long long)c->count);
-        c->values[20] = c->count_s;
+        c->values[21] = c->count_s;
     }
-    c->values[21] = c->release ? "true" : "false";
-    c->values[22] = c->ack_error;
-    c->values[23] = c->has_ack ? "false" : "true";
+    c->values[22] = c->release ? "true" : "false";
+    c->values[23] = c->ack_error;
+    c->values[24] = c->has_ack ? "false" : "true";
     push_enc_init(&c->enc);
     c->enc_init = 1;
     c->enc.sq = pusher_sealq(c->a->push);
@@ -1390,7 +1210,7 @@ static void cy_prepare(cy_ctx *c)
 
 /* ---- array bodies: several cycles in one transaction, each in its own savepoint */
 
-#define CYB_ARRAYS 28 /* every parameter of streams_cycles_v1 but the tenant and the window */
+#define CYB_ARRAYS 28 /* every parameter of streams_cycles_v2 but the tenant and the window */
 
 typedef struct cyb_ctx {
     http_req *http;
@@ -1460,11 +1280,10 @@ static void cyb_submit(cyb_ctx *b)
     qsort(b->sub, b->nsub, sizeof *b->sub, cy_order);
     static const uint32_t oids[CYB_ARRAYS] = {
         OID_INT4, OID_UUID, OID_UUID, OID_TEXT,                                    /* elem, query, source, group */
-        OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT,                                    /* op_n, ops */
+        OID_INT4, OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8,                          /* op_n, ops, versions */
         OID_INT4, OID_UUID, OID_TEXT, OID_TEXT, OID_INT4, OID_INT4, OID_BYTEA,     /* g_n, push groups */
         OID_INT4, OID_INT4, OID_INT4, OID_TEXT,                                    /* dd_n, dedup */
         OID_TEXT, OID_UUID, OID_TEXT, OID_INT4, OID_BOOL, OID_TEXT, OID_BOOL, OID_BOOL, /* ack .. replay */
-        OID_INT4,                                                                  /* unused */
     };
     for (int k = 0; k < CYB_ARRAYS; k++) {
         pgarray_free(&b->arr[k]);
@@ -1479,64 +1298,65 @@ static void cyb_submit(cyb_ctx *b)
         pgarray_add(&A[2], c->part.b, 16);
         pgarray_add(&A[3], c->group, strlen(c->group));
         pgarray_add_i32(&A[4], (int32_t)c->nops);
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             pgarray_append_array(&A[5 + k], &c->ops[k]);
         /* the encoder's arrays, in push_v1's parameter order: tenant, queue, partition, count,
          * bytes, data (one per group), then the dedup group, position, transactionId */
-        pgarray_add_i32(&A[8], (int32_t)c->enc.arr[1].count);
+        pgarray_add_i32(&A[9], (int32_t)c->enc.arr[1].count);
         for (int k = 0; k < 6; k++)
-            pgarray_append_array(&A[9 + k], &c->enc.arr[k]);
-        pgarray_add_i32(&A[15], (int32_t)c->enc.arr[6].count);
+            pgarray_append_array(&A[10 + k], &c->enc.arr[k]);
+        pgarray_add_i32(&A[16], (int32_t)c->enc.arr[6].count);
         for (int k = 0; k < 3; k++)
-            pgarray_append_array(&A[16 + k], &c->enc.arr[6 + k]);
+            pgarray_append_array(&A[17 + k], &c->enc.arr[6 + k]);
         if (c->has_ack)
-            pgarray_add(&A[19], c->ack_txn, strlen(c->ack_txn));
-        else
-            pgarray_add_null(&A[19]);
-        if (c->has_lease)
-            pgarray_add(&A[20], c->lease.b, 16);
+            pgarray_add(&A[20], c->ack_txn, strlen(c->ack_txn));
         else
             pgarray_add_null(&A[20]);
-        if (c->has_ack)
-            pgarray_add(&A[21], c->ack_status, strlen(c->ack_status));
+        if (c->has_lease)
+            pgarray_add(&A[21], c->lease.b, 16);
         else
             pgarray_add_null(&A[21]);
-        if (c->has_count)
-            pgarray_add_i32(&A[22], (int32_t)c->count);
+        if (c->has_ack)
+            pgarray_add(&A[22], c->ack_status, strlen(c->ack_status));
         else
             pgarray_add_null(&A[22]);
-        pgarray_add(&A[23], c->release ? "\1" : "\0", 1);
-        if (c->ack_error)
-            pgarray_add(&A[24], c->ack_error, strlen(c->ack_error));
+        if (c->has_count)
+            pgarray_add_i32(&A[23], (int32_t)c->count);
         else
-            pgarray_add_null(&A[24]);
-        pgarray_add(&A[25], c->has_ack ? "\0" : "\1", 1);
-        pgarray_add(&A[26], c->replay ? "\1" : "\0", 1);
+            pgarray_add_null(&A[23]);
+        pgarray_add(&A[24], c->release ? "\1" : "\0", 1);
+        if (c->ack_error)
+            pgarray_add(&A[25], c->ack_error, strlen(c->ack_error));
+        else
+            pgarray_add_null(&A[25]);
+        pgarray_add(&A[26], c->has_ack ? "\0" : "\1", 1);
+        pgarray_add(&A[27], c->replay ? "\1" : "\0", 1);
     }
     format_uuid_text(r->tenant, b->tenant);
     b->values[0] = b->tenant;
     b->lengths[0] = 0;
     b->formats[0] = 0;
     /* $2..$21: elem .. dd_txn; $22: the window; $23..$30: ack .. replay */
-    for (int k = 0; k < 27; k++) {
+    for (int k = 0; k < CYB_ARRAYS; k++) {
         pgarray_finish(&b->arr[k]);
-        int slot = k < 19 ? 1 + k : 2 + k;
+        int slot = k < 20 ? 1 + k : 2 + k;
         b->values[slot] = b->arr[k].b.data;
         b->lengths[slot] = (int)b->arr[k].b.len;
         b->formats[slot] = 1;
     }
     cy_ctx *c0 = b->sub[0];
-    b->values[20] = c0->enc.values[9]; /* the dedup window, the same for every element */
-    b->lengths[20] = c0->enc.lengths[9];
-    b->formats[20] = c0->enc.formats[9];
+    b->values[21] = c0->enc.values[9]; /* the dedup window, the same for every element */
+    b->lengths[21] = c0->enc.lengths[9];
+    b->formats[21] = c0->enc.formats[9];
     memset(&b->dbr, 0, sizeof b->dbr);
     b->dbr.nstmt = 1;
-    b->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycles_v1($1::uuid, $2::int4[], $3::uuid[], $4::uuid[], "
-                               "$5::text[], $6::int4[], $7::text[], $8::text[], $9::text[], $10::int4[], $11::uuid[], "
-                               "$12::text[], $13::text[], $14::int4[], $15::int4[], $16::bytea[], $17::int4[], "
-                               "$18::int4[], $19::int4[], $20::text[], $21::int8, $22::text[], $23::uuid[], "
-                               "$24::text[], $25::int4[], $26::bool[], $27::text[], $28::bool[], $29::bool[])",
-                               29, b->values, b->lengths, b->formats, 1};
+    b->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycles_v2($1::uuid, $2::int4[], $3::uuid[], $4::uuid[], "
+                               "$5::text[], $6::int4[], $7::text[], $8::text[], $9::text[], $10::int8[], $11::int4[], "
+                               "$12::uuid[], $13::text[], $14::text[], $15::int4[], $16::int4[], $17::bytea[], "
+                               "$18::int4[], $19::int4[], $20::int4[], $21::text[], $22::int8, $23::text[], "
+                               "$24::uuid[], $25::text[], $26::int4[], $27::bool[], $28::text[], $29::bool[], "
+                               "$30::bool[])",
+                               30, b->values, b->lengths, b->formats, 1};
     b->dbr.done = cyb_done;
     b->dbr.arg = b;
     if (db_submit(b->a->db, &b->dbr) < 0) {
@@ -1570,7 +1390,7 @@ static void cyb_done(db_req *d)
     int rows = PQntuples(res);
     for (uint32_t s = 0; s < b->nsub; s++) {
         cy_ctx *c = b->sub[s];
-        int summary = -1, failed = -1;
+        int summary = -1, failed = -1, incarnation = 0;
         for (int i = 0; i < rows; i++) {
             if (db_get_i32(res, i, SCB_ELEM) != (int32_t)c->elem)
                 continue;
@@ -1579,6 +1399,12 @@ static void cyb_done(db_req *d)
                 summary = i;
             else if (kind == SCY_ROW_FAILED)
                 failed = i;
+            else if (kind == SCY_ROW_INCARNATION)
+                incarnation = 1;
+        }
+        if (incarnation && failed < 0) {
+            cy_reincarnate(c, res, SCB_ELEM, (int32_t)c->elem);
+            continue;
         }
         if (failed >= 0) {
             const char *state = PQgetvalue(res, failed, SCB_ERRSTATE);
@@ -1672,11 +1498,11 @@ void api_streams_cycle(http_req *r)
     }
     cy_prepare(c);
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v1($1::uuid, $2::uuid, $3::uuid, $4, "
-                               "$5::text[], $6::text[], $7::text[], "
-                               "$8::uuid[], $9::text[], $10::text[], $11::int4[], $12::int4[], $13::bytea[], "
-                               "$14::int4[], $15::int4[], $16::text[], $17::int8, "
-                               "$18, $19::uuid, $20, $21::int4, $22::boolean, $23, $24::boolean, $25::boolean)",
+    c->dbr.stmt[0] = (db_stmt){"SELECT * FROM queen.streams_cycle_v2($1::uuid, $2::uuid, $3::uuid, $4, "
+                               "$5::text[], $6::text[], $7::text[], $8::int8[], "
+                               "$9::uuid[], $10::text[], $11::text[], $12::int4[], $13::int4[], $14::bytea[], "
+                               "$15::int4[], $16::int4[], $17::text[], $18::int8, "
+                               "$19, $20::uuid, $21, $22::int4, $23::boolean, $24, $25::boolean, $26::boolean)",
                                CY_PARAMS, c->values, c->lengths, c->formats, 1};
     c->dbr.done = cy_done;
     c->dbr.arg = c;

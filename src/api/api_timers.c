@@ -35,19 +35,6 @@ static timer_ctx *ctx_new(http_req *r)
     return c;
 }
 
-/* A refused request: the 2.x envelope, with the op at fault ("index", from 0) when there is one. */
-static void respond_refused(http_req *r, const timer_refusal *why)
-{
-    buf b;
-    buf_init(&b, 0);
-    http_refusal_open(&b, why->status, why->code, why->reason, why->detail);
-    if (why->index >= 0)
-        buf_printf(&b, ",\"index\":%d", why->index);
-    buf_putc(&b, '}');
-    http_respond_json(r, why->status, &b);
-    buf_free(&b);
-}
-
 static void submit(timer_ctx *c, const char *sql, void (*done)(db_req *));
 
 /* ---- ops ---- */
@@ -170,7 +157,7 @@ static void start_ops(timer_ctx *c)
 
 void api_timer_ops(http_req *r)
 {
-    timer_refusal why = {0};
+    qerr_detail why;
     if (!r->body || r->body_len == 0) {
         http_respond_refusal(r, 400, "timer_invalid_body", "empty", "the body is empty: send {\"operations\": [op, ...]}");
         return;
@@ -185,10 +172,10 @@ void api_timer_ops(http_req *r)
         return;
     }
     timer_ctx *c = ctx_new(r);
-    int rc = timer_ops_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
+    qerr e = timer_ops_parse_body(&d, &r->ar, &c->ops, &c->n, &why);
     json_doc_free(&d);
-    if (rc < 0) {
-        respond_refused(r, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     if (c->n == 0) {
@@ -204,15 +191,16 @@ void api_timer_ops(http_req *r)
 
 void api_timer_cancel(http_req *r)
 {
-    timer_refusal why = {0};
+    qerr_detail why;
     timer_ctx *c = ctx_new(r);
     c->ops = arena_alloc(&r->ar, sizeof *c->ops);
     c->n = 1;
     c->single = 1;
     const char *txn = http_query(r, "txn");
-    if (timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], txn, txn ? strlen(txn) : 0,
-                        c->ops, &why) < 0) {
-        respond_refused(r, &why);
+    qerr e = timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], txn,
+                             txn ? strlen(txn) : 0, c->ops, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     start_ops(c);
@@ -252,10 +240,11 @@ static void on_peeked(db_req *d)
 
 void api_timer_peek(http_req *r)
 {
-    timer_refusal why = {0};
+    qerr_detail why;
     timer_op op;
-    if (timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], NULL, 0, &op, &why) < 0) {
-        respond_refused(r, &why);
+    qerr e = timer_cancel_op(r->params[0], r->param_lens[0], r->params[1], r->param_lens[1], NULL, 0, &op, &why);
+    if (e != QERR_OK) {
+        http_respond_qerr_refusal(r, e, &why);
         return;
     }
     timer_ctx *c = ctx_new(r);
@@ -308,19 +297,19 @@ static void on_listed(db_req *d)
 
 void api_timer_list(http_req *r)
 {
-    timer_refusal why = {0};
+    qerr_detail why;
     timer_op op;
     const char *after = http_query(r, "after");
     size_t alen = after ? strlen(after) : 0;
     /* the queue is checked like an op's; the cursor like a timerKey (any, "" = from the start) */
-    if (timer_cancel_op(r->params[0], r->param_lens[0], alen ? after : "-", alen ? alen : 1, NULL, 0, &op, &why) <
-        0) {
-        if (strncmp(why.reason, "key_", 4) == 0)
+    qerr e = timer_cancel_op(r->params[0], r->param_lens[0], alen ? after : "-", alen ? alen : 1, NULL, 0, &op, &why);
+    if (e != QERR_OK) {
+        if (why.reason && strncmp(why.reason, "key_", 4) == 0)
             http_respond_refusal(r, 400, "timer_invalid_cursor", "after_too_long",
                                  "after must be a timerKey from a previous page (at most %d bytes)",
                                  TIMER_KEY_MAX_BYTES);
         else
-            respond_refused(r, &why);
+            http_respond_qerr_refusal(r, e, &why);
         return;
     }
     timer_ctx *c = ctx_new(r);

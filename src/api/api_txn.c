@@ -468,32 +468,20 @@ void api_transaction(http_req *r)
     c->st_kv = c->st_tm = -1;
     int kvt = json_get(&d, 0, "kv"), tmt = json_get(&d, 0, "timers");
     if (kvt >= 0) {
-        kvw_refusal why = {0};
-        if (kvw_parse(&d, kvt, "kv", 1, &r->ar, &c->kv, &c->nkv, &why) < 0) {
+        qerr_detail why;
+        qerr e = kvw_parse(&d, kvt, "kv", 1, &r->ar, &c->kv, &c->nkv, &why);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            buf b;
-            buf_init(&b, 0);
-            http_refusal_open(&b, why.status, why.code, why.reason, why.detail);
-            if (why.index >= 0)
-                buf_printf(&b, ",\"index\":%d", why.index);
-            buf_putc(&b, '}');
-            http_respond_json(r, why.status, &b);
-            buf_free(&b);
+            http_respond_qerr_refusal(r, e, &why);
             return;
         }
     }
     if (tmt >= 0) {
-        timer_refusal why = {0};
-        if (timer_ops_parse(&d, tmt, "timers", &r->ar, &c->tm, &c->ntm, &why) < 0) {
+        qerr_detail why;
+        qerr e = timer_ops_parse(&d, tmt, "timers", &r->ar, &c->tm, &c->ntm, &why);
+        if (e != QERR_OK) {
             json_doc_free(&d);
-            buf b;
-            buf_init(&b, 0);
-            http_refusal_open(&b, why.status, why.code, why.reason, why.detail);
-            if (why.index >= 0)
-                buf_printf(&b, ",\"index\":%d", why.index);
-            buf_putc(&b, '}');
-            http_respond_json(r, why.status, &b);
-            buf_free(&b);
+            http_respond_qerr_refusal(r, e, &why);
             return;
         }
     }
@@ -591,8 +579,17 @@ void api_transaction(http_req *r)
         }
     }
     json_doc_free(&d);
-    /* a cluster that may not push (push_blocked, over its storage) may still ack */
-    if (nitems > 0 && api_cp_push_refused(r)) {
+    /* a cluster that may not push (push_blocked, over its storage) may still ack. The riders
+     * count as what they do on their own routes: a timer scheduled (or rescheduled) is a push,
+     * as POST /api/v1/timers is; a KV write is refused at the storage ceiling */
+    int cp_kind = nitems > 0 ? 2 : 0;
+    for (int i = 0; i < c->ntm && cp_kind < 2; i++)
+        if (c->tm[i].kind != TIMER_OP_CANCEL)
+            cp_kind = 2;
+    for (int i = 0; i < c->nkv && cp_kind < 1; i++)
+        if (c->kv[i].kind == KVW_PUT || c->kv[i].kind == KVW_PUT_IF_ABSENT || c->kv[i].kind == KVW_INCR)
+            cp_kind = 1;
+    if (cp_kind > 0 && api_cp_refused(r, cp_kind)) {
         pgarray_free(&c->required);
         return;
     }

@@ -67,10 +67,10 @@ typedef struct auth_config {
     size_t nskip;
 } auth_config;
 
-/* Reads and checks the JWT_* variables. A bad value fills err with the one boot line
- * (ERROR boot: FATAL: ...) and returns -1. With JWT_ENABLED off only the values themselves
+/* Reads and checks the JWT_* variables. A bad value returns QERR_BAD_INPUT with the detail's
+ * text the one boot line (ERROR boot: FATAL: ...). With JWT_ENABLED off only the values themselves
  * are checked, not whether the algorithm has its keys. */
-int auth_config_load(auth_config *c, config_getenv_fn get, char *err, size_t errlen);
+qerr auth_config_load(auth_config *c, config_getenv_fn get, qerr_detail *err);
 void auth_config_free(auth_config *c);
 /* Whether JWT_SKIP_PATHS exempts this path: an exact match, or a prefix match for an entry
  * longer than "/" that ends in '/' (so "/" alone exempts only the root). */
@@ -173,8 +173,9 @@ typedef struct auth auth;
 typedef void (*auth_done_fn)(void *arg, int status, const char *msg, const auth_claims *claims);
 
 /* Starts the authenticator for an enabled config (NULL with err on a key that cannot be
- * loaded). With JWT_JWKS_URL the first fetch starts at once, off the loop. */
-auth *auth_new(struct uv_loop_s *loop, const auth_config *c, char *err, size_t errlen);
+ * loaded: QERR_BAD_INPUT, or QERR_INTERNAL when libcurl or the refresher thread cannot start).
+ * With JWT_JWKS_URL the first fetch starts at once, off the loop. */
+auth *auth_new(struct uv_loop_s *loop, const auth_config *c, qerr_detail *err);
 /* Verifies a token; `done` runs before this returns when the keys are at hand, or once the
  * JWKS fetch it waits for ends (at most JWT_JWKS_TIMEOUT_MS later). */
 void auth_check(auth *a, const char *tok, size_t len, auth_done_fn done, void *arg);

@@ -180,7 +180,7 @@ static int check_keys(auth_config *c, char *err, size_t errlen)
     return 0;
 }
 
-int auth_config_load(auth_config *c, config_getenv_fn get, char *err, size_t errlen)
+static int load(auth_config *c, config_getenv_fn get, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     if (cfg_parse(auth_rows, ARRAY_LEN(auth_rows), c, "queen", get, err, errlen) < 0)
@@ -191,6 +191,14 @@ int auth_config_load(auth_config *c, config_getenv_fn get, char *err, size_t err
     if (c->enabled && check_keys(c, err, errlen) < 0)
         return -1;
     return 0;
+}
+
+qerr auth_config_load(auth_config *c, config_getenv_fn get, qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    return load(c, get, d->text, sizeof d->text) < 0 ? qerr_mark(d, QERR_BAD_INPUT, NULL) : QERR_OK;
 }
 
 void auth_config_free(auth_config *c)

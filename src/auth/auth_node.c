@@ -348,7 +348,7 @@ static void on_async(uv_async_t *h)
     }
 }
 
-auth *auth_new(uv_loop_t *loop, const auth_config *c, char *err, size_t errlen)
+auth *auth_new(uv_loop_t *loop, const auth_config *c, qerr_detail *err)
 {
     auth *a = xcalloc(1, sizeof *a);
     a->loop = loop;
@@ -356,7 +356,7 @@ auth *auth_new(uv_loop_t *loop, const auth_config *c, char *err, size_t errlen)
     if (c->public_key) {
         char why[200];
         if (auth_key_from_pem(c->public_key, strlen(c->public_key), &a->static_key, why, sizeof why) < 0) {
-            snprintf(err, errlen, "JWT_PUBLIC_KEY cannot be loaded: %s", why);
+            qerr_set(err, QERR_BAD_INPUT, NULL, "JWT_PUBLIC_KEY cannot be loaded: %s", why);
             free(a);
             return NULL;
         }
@@ -374,7 +374,7 @@ auth *auth_new(uv_loop_t *loop, const auth_config *c, char *err, size_t errlen)
     /* the JWKS is used only when no static key is configured (the static key wins) */
     if (c->jwks_url && !a->has_static && c->algorithm != AUTH_ALG_HS256) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            snprintf(err, errlen, "libcurl cannot be initialised for JWT_JWKS_URL");
+            qerr_set(err, QERR_INTERNAL, NULL, "libcurl cannot be initialised for JWT_JWKS_URL");
             auth_free(a);
             return NULL;
         }
@@ -385,7 +385,7 @@ auth *auth_new(uv_loop_t *loop, const auth_config *c, char *err, size_t errlen)
         a->want_fetch = 1; /* the first fetch, at once */
         a->fetching = 1;
         if (pthread_create(&a->thread, NULL, refresher_main, a) != 0) {
-            snprintf(err, errlen, "cannot start the JWKS refresher thread");
+            qerr_set(err, QERR_INTERNAL, NULL, "cannot start the JWKS refresher thread");
             curl_global_cleanup();
             uv_close((uv_handle_t *)&a->async, NULL);
             a->async_open = 0;

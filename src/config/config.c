@@ -239,15 +239,15 @@ static int encryption_key_load(queen_config *c, char *err, size_t errlen)
 {
     if (!c->encryption_key_text)
         return 0;
-    char why[256];
+    qerr_detail why;
     size_t n = strlen(c->encryption_key_text);
-    int rc = seal_key_parse(c->encryption_key_text, &c->encryption_key, why, sizeof why);
+    qerr e = seal_key_parse(c->encryption_key_text, &c->encryption_key, &why);
     explicit_bzero(c->encryption_key_text, n);
     free(c->encryption_key_text);
     c->encryption_key_text = NULL;
-    if (rc < 0) {
-        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=<%zu characters, not shown> %s. %s", n,
-                 why, ENCRYPTION_KEY_WHAT);
+    if (e != QERR_OK) {
+        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=<%zu characters, not shown> %.255s. %s", n,
+                 why.text, ENCRYPTION_KEY_WHAT);
         return -1;
     }
     c->has_encryption_key = 1;
@@ -256,13 +256,8 @@ static int encryption_key_load(queen_config *c, char *err, size_t errlen)
 
 static const char *const node_id_what = "It names this node in status, logs and the sink's leases";
 
-char *config_node_id(const char *value, const char *hostname, int64_t port, char *err, size_t errlen)
-{
-    return config_node_id_named("QUEEN_NODE_ID", value, hostname, port, err, errlen);
-}
-
-char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, char *err,
-                           size_t errlen)
+static char *node_id(const char *name, const char *value, const char *hostname, int64_t port, char *err,
+                     size_t errlen)
 {
     if (!value) {
         char tmp[300];
@@ -320,7 +315,7 @@ static void conninfo_add(buf *out, const char *key, const char *val)
     buf_putc(out, '\'');
 }
 
-int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
+static int load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     if (cfg_parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0 ||
@@ -338,7 +333,7 @@ int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
     const char *hn = get("HOSTNAME");
     if (!is_blank(hn) && strlen(hn) < sizeof host)
         snprintf(host, sizeof host, "%s", hn);
-    c->node_id = config_node_id_named(node_var, nv, host, c->port, err, errlen);
+    c->node_id = node_id(node_var, nv, host, c->port, err, errlen);
     if (!c->node_id)
         return -1;
     if (c->pg_port_s) {
@@ -366,6 +361,30 @@ int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
         c->pg_conninfo = buf_steal(&ci, NULL);
     }
     return 0;
+}
+
+qerr config_load(queen_config *c, config_getenv_fn get, qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    return load(c, get, d->text, sizeof d->text) < 0 ? qerr_mark(d, QERR_BAD_INPUT, NULL) : QERR_OK;
+}
+
+char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    char *id = node_id(name, value, hostname, port, d->text, sizeof d->text);
+    if (!id)
+        qerr_mark(d, QERR_BAD_INPUT, NULL);
+    return id;
+}
+
+char *config_node_id(const char *value, const char *hostname, int64_t port, qerr_detail *err)
+{
+    return config_node_id_named("QUEEN_NODE_ID", value, hostname, port, err);
 }
 
 void config_free(queen_config *c)

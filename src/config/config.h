@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "core/qerr.h"
 #include "crypto/seal.h"
 
 typedef const char *(*config_getenv_fn)(const char *name);
@@ -78,15 +79,15 @@ typedef struct queen_config {
     seal_key encryption_key;
 } queen_config;
 
-/* Loads the broker's own variables. Returns 0, or -1 with err holding the boot line. */
-int config_load(queen_config *c, config_getenv_fn get, char *err, size_t errlen);
+/* Loads the broker's own variables. Returns QERR_OK, or QERR_BAD_INPUT with the detail's text
+ * the boot line ("ERROR boot: FATAL: queen: ..."). */
+qerr config_load(queen_config *c, config_getenv_fn get, qerr_detail *err);
 void config_free(queen_config *c);
 
-/* Resolves QUEEN_NODE_ID's value against a hostname; exposed for tests. Returns a heap string
- * or NULL with err set. */
-char *config_node_id(const char *value, const char *hostname, int64_t port, char *err, size_t errlen);
+/* Resolves QUEEN_NODE_ID's value against a hostname; exposed for tests. Returns a heap string,
+ * or NULL with err set (QERR_BAD_INPUT: the boot line). */
+char *config_node_id(const char *value, const char *hostname, int64_t port, qerr_detail *err);
 /* The same, naming the variable the value came from (QUEEN_NODE_ID or QUEEN_RAFT_NODE_ID). */
-char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, char *err,
-                           size_t errlen);
+char *config_node_id_named(const char *name, const char *value, const char *hostname, int64_t port, qerr_detail *err);
 
 #endif

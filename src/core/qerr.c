@@ -20,19 +20,52 @@ static const struct {
     [QERR_INTERNAL] = {"internal_error", "internal error", 500},
 };
 
-qerr qerr_set(qerr_detail *d, qerr e, const char *code, const char *fmt, ...)
+qerr qerr_setv(qerr_detail *d, qerr e, const char *code, const char *reason, const char *fmt, va_list ap)
 {
     if (!d)
         return e;
     d->code = code;
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
+    d->reason = reason;
+    d->index = -1;
+    if (fmt)
         vsnprintf(d->text, sizeof d->text, fmt, ap);
-        va_end(ap);
-    } else {
+    else
         snprintf(d->text, sizeof d->text, "%s", qerr_str(e));
+    return e;
+}
+
+qerr qerr_set(qerr_detail *d, qerr e, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    qerr_setv(d, e, code, NULL, fmt, ap);
+    va_end(ap);
+    return e;
+}
+
+qerr qerr_set_reason(qerr_detail *d, qerr e, const char *code, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    qerr_setv(d, e, code, reason, fmt, ap);
+    va_end(ap);
+    return e;
+}
+
+qerr qerr_mark(qerr_detail *d, qerr e, const char *code)
+{
+    if (d) {
+        d->code = code;
+        d->reason = NULL;
+        d->index = -1;
     }
+    return e;
+}
+
+qerr qerr_at(qerr_detail *d, qerr e, int index)
+{
+    if (d)
+        d->index = index;
     return e;
 }
 

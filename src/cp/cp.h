@@ -20,6 +20,10 @@
 #include "db/pg.h"
 #include "metrics/metrics.h"
 
+/* The proxy's own tenant (00000000-0000-0000-0000-000000000002, made by migration 090): its KV
+ * holds the clusters' sealed S3 secrets. No cluster may take it and no credential reaches it. */
+extern const uint8_t CP_PROXY_TENANT[16];
+
 typedef struct cp_cluster {
     char name[CP_NAME_MAX + 1];
     uint8_t tenant[16];

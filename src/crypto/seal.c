@@ -158,7 +158,7 @@ static int is_space(unsigned char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen)
+qerr seal_key_parse(const char *text, seal_key *out, qerr_detail *err)
 {
     if (!text)
         text = "";
@@ -183,7 +183,7 @@ int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen)
         if (ok)
             goto done;
         /* 64 characters of base64 are 48 bytes: not a key either way */
-        snprintf(err, errlen,
+        qerr_set(err, QERR_BAD_INPUT, NULL,
                  "is not 64 hex digits or the base64 of 32 bytes: it has 64 characters, and not all of them are "
                  "hex digits");
         goto fail;
@@ -193,22 +193,25 @@ int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen)
     if (got == 32)
         goto done;
     if (got >= 0)
-        snprintf(err, errlen, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters and decodes "
-                              "as base64 to %ld bytes", n, got);
+        qerr_set(err, QERR_BAD_INPUT, NULL,
+                 "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters and decodes "
+                 "as base64 to %ld bytes", n, got);
     else if (got == B64_BAD_CHAR)
-        snprintf(err, errlen, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters, not all "
-                              "of them hex digits or base64", n);
+        qerr_set(err, QERR_BAD_INPUT, NULL,
+                 "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters, not all "
+                 "of them hex digits or base64", n);
     else
-        snprintf(err, errlen, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters, which "
-                              "is not well-formed base64", n);
+        qerr_set(err, QERR_BAD_INPUT, NULL,
+                 "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters, which "
+                 "is not well-formed base64", n);
 fail:
     OPENSSL_cleanse(&k, sizeof k);
-    return -1;
+    return QERR_BAD_INPUT;
 done:
     fingerprint(&k);
     *out = k;
     OPENSSL_cleanse(&k, sizeof k);
-    return 0;
+    return QERR_OK;
 }
 
 void seal_set_node_key(const seal_key *k)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/qerr.h"
 
 typedef struct seal_key {
     uint8_t key[32];
@@ -36,8 +37,8 @@ enum seal_result {
 };
 
 /* Parses QUEEN_ENCRYPTION_KEY's value: 64 hex digits, or base64 of exactly 32 bytes.
- * 0, or -1 with a sentence in err saying what the format is. */
-int seal_key_parse(const char *text, seal_key *out, char *err, size_t errlen);
+ * QERR_OK, or QERR_BAD_INPUT with a sentence saying what the format is (never the text). */
+qerr seal_key_parse(const char *text, seal_key *out, qerr_detail *err);
 
 /* The node's key, set once at boot; NULL when none is configured. */
 void seal_set_node_key(const seal_key *k);

@@ -96,7 +96,7 @@ static int check_recorded(PGconn *c, const struct migration *m, const recorded *
                  "migration %s was changed after the database applied it (recorded sha-256 %.16s..., this binary "
                  "carries %.16s...): a landed migration is never edited, a change is a new migration",
                  m->name, rec->checksum, m->checksum);
-        return -1;
+        return -2;
     }
     char ver[16];
     snprintf(ver, sizeof ver, "%d", m->version);
@@ -143,7 +143,9 @@ fail:
     return -1;
 }
 
-int migrate_apply(PGconn *c, const char *option_defaults, char *err, size_t errlen)
+/* migrate_apply's steps: 0, -1 when the database failed, -2 when a recorded migration is not
+ * this binary's (err says which). */
+static int apply(PGconn *c, const char *option_defaults, char *err, size_t errlen)
 {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", (long long)MIGRATE_LOCK_KEY);
@@ -182,8 +184,11 @@ int migrate_apply(PGconn *c, const char *option_defaults, char *err, size_t errl
     for (unsigned i = 0; i < queen_migrations_count; i++) {
         const struct migration *m = &queen_migrations[i];
         const recorded *have = find_recorded(rec, nrec, m->version);
-        if (have ? check_recorded(c, m, have, err, errlen) < 0 : run_migration(c, m, err, errlen) < 0)
+        int step = have ? check_recorded(c, m, have, err, errlen) : run_migration(c, m, err, errlen);
+        if (step < 0) {
+            rc = step;
             goto out;
+        }
     }
     /* A version this binary does not carry was applied by a newer build: its functions are
      * newer than ours (and may be what its nodes call), so they stay as they are. */
@@ -209,6 +214,21 @@ out:
     char e3[128];
     exec_ok(c, sql, "migration unlock", e3, sizeof e3);
     return rc;
+}
+
+qerr migrate_apply(PGconn *c, const char *option_defaults, qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    int rc = apply(c, option_defaults, d->text, sizeof d->text);
+    if (rc == 0)
+        return QERR_OK;
+    qerr e = rc == -2 ? QERR_CONFLICT : QERR_DATABASE;
+    d->code = rc == -2 ? "migration_changed" : NULL;
+    d->reason = NULL;
+    d->index = -1;
+    return e;
 }
 
 int migrate_schema_version(PGconn *c)

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "core/qerr.h"
+
 /* src/db/migrations/NNN_name.sql: applied once, recorded with its sha-256, never edited. */
 struct migration {
     int version;
@@ -36,8 +38,10 @@ struct pg_conn;
  * then in one transaction drops the retired functions, (re)creates every stored function and
  * writes option_defaults (the full default option set as a JSON object, src/queue/options.c).
  * When the database records a migration this binary does not carry, a newer build owns the
- * functions and they are left alone. c is a blocking connection. Returns 0, or -1 with err. */
-int migrate_apply(struct pg_conn *c, const char *option_defaults, char *err, size_t errlen);
+ * functions and they are left alone. c is a blocking connection. Returns QERR_OK;
+ * QERR_CONFLICT (code migration_changed) when a recorded migration differs from this binary's;
+ * QERR_DATABASE when the database failed. The detail is for the boot log. */
+qerr migrate_apply(struct pg_conn *c, const char *option_defaults, qerr_detail *err);
 int migrate_schema_version(struct pg_conn *c);
 
 #endif

@@ -394,13 +394,22 @@ static epart *oldest(equeue *q)
     return best;
 }
 
-int eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, const char *part, size_t plen,
-             const char *const *payloads, const size_t *lens, uint32_t n, int64_t now_ms)
+/* The refusal of a push the queue has no room for: the sentence names the queue (cut). */
+static qerr queue_full(qerr_detail *err, const char *queue, size_t qlen, uint32_t n)
+{
+    return qerr_set_reason(err, QERR_LIMIT, "ephemeral_queue_full", "queue_full",
+                           "ephemeral queue %.*s has no room for %u more messages (maxLength/maxBytes, policy reject); "
+                           "nothing was pushed",
+                           (int)(qlen > 200 ? 200 : qlen), queue, n);
+}
+
+qerr eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, const char *part, size_t plen,
+              const char *const *payloads, const size_t *lens, uint32_t n, int64_t now_ms, qerr_detail *err)
 {
     int created;
     equeue *q = get(e, tenant, queue, qlen, &created);
     if (!q)
-        return EPH_QUEUE_FULL;
+        return queue_full(err, queue, qlen, n);
     trim_ttl(e, q, now_ms);
     uint64_t add = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -409,12 +418,12 @@ int eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, c
     int64_t maxbytes = q->o.max_bytes > 0 ? q->o.max_bytes : EPH_DEFAULT_MAX_BYTES;
     if ((int64_t)n > maxlen || (int64_t)add > maxbytes) {
         e->st.refused_full++;
-        return EPH_QUEUE_FULL;
+        return queue_full(err, queue, qlen, n);
     }
     if ((int64_t)(q->count + n) > maxlen || (int64_t)(q->bytes + add) > maxbytes) {
         if (q->o.policy != EPH_DROP_OLDEST) {
             e->st.refused_full++;
-            return EPH_QUEUE_FULL;
+            return queue_full(err, queue, qlen, n);
         }
         while ((int64_t)(q->count + n) > maxlen || (int64_t)(q->bytes + add) > maxbytes) {
             epart *p = oldest(q);
@@ -427,7 +436,8 @@ int eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, c
     }
     if (e->node_max > 0 && (int64_t)(e->node_bytes + add) > e->node_max) {
         e->st.refused_full++;
-        return EPH_NODE_FULL;
+        return qerr_set_reason(err, QERR_UNAVAILABLE, "ephemeral_node_full", "node_full",
+                                   "this node's ephemeral queues hold QUEEN_EPHEMERAL_MAX_BYTES already; nothing was pushed");
     }
     epart *p = part_get(q, part, plen, 1);
     if (p->first + p->n + n > p->cap) {
@@ -455,7 +465,7 @@ int eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, c
     q->count += n;
     e->node_bytes += add;
     e->st.pushed += n;
-    return EPH_OK;
+    return QERR_OK;
 }
 
 static void put_id(const eph *e, const equeue *q, size_t pi, uint64_t seq, char out[64])

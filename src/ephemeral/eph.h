@@ -21,6 +21,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/qerr.h"
 
 enum eph_policy { EPH_REJECT = 0, EPH_DROP_OLDEST = 1 };
 
@@ -43,7 +44,6 @@ typedef struct eph_opts {
 
 void eph_opts_default(eph_opts *o);
 
-enum eph_push_rc { EPH_OK = 0, EPH_QUEUE_FULL = -1, EPH_NODE_FULL = -2 };
 enum eph_outcome { EPH_ACKED = 0, EPH_REDELIVERED, EPH_STALE, EPH_UNKNOWN };
 enum eph_status { EPH_COMPLETED = 0, EPH_FAILED, EPH_RETRY };
 
@@ -60,9 +60,12 @@ uint64_t eph_reset(eph *e, const uint8_t tenant[16], const char *queue, size_t q
 /* 1 deleted, 0 there was none. */
 int eph_delete(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen);
 
-/* All or nothing: n payloads (JSON texts) into (queue, partition), creating either. */
-int eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, const char *part, size_t plen,
-             const char *const *payloads, const size_t *lens, uint32_t n, int64_t now_ms);
+/* All or nothing: n payloads (JSON texts) into (queue, partition), creating either. QERR_OK;
+ * QERR_LIMIT when the queue has no room (code ephemeral_queue_full, reason queue_full);
+ * QERR_UNAVAILABLE when the node's bound is reached (ephemeral_node_full, node_full). Both
+ * details are written for the client: the route answers them as they are. */
+qerr eph_push(eph *e, const uint8_t tenant[16], const char *queue, size_t qlen, const char *part, size_t plen,
+              const char *const *payloads, const size_t *lens, uint32_t n, int64_t now_ms, qerr_detail *err);
 
 /* One delivered message; id is the opaque text the ack names. partition and payload are copies
  * in the caller's arena. */

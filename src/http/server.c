@@ -341,6 +341,23 @@ void http_respond_refusal(http_req *r, int status, const char *code, const char 
     buf_free(&b);
 }
 
+void http_respond_qerr_refusal(http_req *r, qerr e, const qerr_detail *d)
+{
+    if (!qerr_client_visible(e) || !d) {
+        http_respond_qerr(r, e, d);
+        return;
+    }
+    int status = qerr_http_status(e);
+    buf b;
+    buf_init(&b, 0);
+    http_refusal_open(&b, status, d->code, d->reason, d->text[0] ? d->text : qerr_str(e));
+    if (d->index >= 0)
+        buf_printf(&b, ",\"index\":%d", d->index);
+    buf_putc(&b, '}');
+    http_respond_json(r, status, &b);
+    buf_free(&b);
+}
+
 void http_respond_bad_param(http_req *r, const char *name, const char *fmt, ...)
 {
     va_list ap;

@@ -119,6 +119,9 @@ void http_respond_error(http_req *r, int status, const char *fmt, ...) __attribu
  * requestId and a 500 is logged with it, as for http_respond_error. */
 void http_respond_refusal(http_req *r, int status, const char *code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* A module's refusal (core/qerr.h) in that envelope: for a 4xx the detail's code, reason,
+ * sentence and, when d->index >= 0, "index" (the op at fault); a 5xx is http_respond_qerr. */
+void http_respond_qerr_refusal(http_req *r, qerr e, const qerr_detail *d);
 /* Writes that envelope without its closing brace (and without requestId), for answers that
  * add fields of their own ("index"). */
 void http_refusal_open(buf *b, int status, const char *code, const char *reason, const char *detail);

@@ -23,6 +23,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/qerr.h"
 #include "db/pgarray.h"
 #include "json/json.h"
 #include "kv_results.h"
@@ -120,12 +121,12 @@ kv_op kv_op_incr(const char *ns, const char *key, int64_t by);
 
 /* ---- validation and parsing (pure) ---- */
 
-/* Checks a namespace or key: 0 ok, else -1 with a message naming `what`. */
-int kv_check_name(const char *what, const char *s, size_t n, size_t max, char *err, size_t errlen);
+/* Checks a namespace or key: QERR_OK, else QERR_BAD_INPUT with a sentence naming `what`. */
+qerr kv_check_name(const char *what, const char *s, size_t n, size_t max, qerr_detail *err);
 /* Checks a whole op (names, lengths, TTL range, that a put has a value, that the expectation
  * fits the kind). The value must already be valid JSON; the parser guarantees that for HTTP,
  * in-process callers are trusted to pass JSON. */
-int kv_check_op(const kv_op *op, char *err, size_t errlen);
+qerr kv_check_op(const kv_op *op, qerr_detail *err);
 
 const char *kv_kind_name(const kv_op *op); /* get, put, putIfAbsent, delete, incr */
 const char *kv_fail_reason(enum kv_fail f); /* version_mismatch, exists, absent, max_exceeded, ... */
@@ -133,11 +134,11 @@ const char *kv_fail_reason(enum kv_fail f); /* version_mismatch, exists, absent,
 /* Reads the fields of one op object of a request body (the single-op routes take namespace and
  * key from the path instead). `kind` is fixed by the route (with if_absent for putIfAbsent), or
  * -1 to read it from "op". Strings land in the arena; value is a raw span of the document.
- * Unknown fields are refused. Returns 0, or -1 with a client-facing message in err. */
-int kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, arena *ar, kv_op *out, char *err,
-                       size_t errlen);
+ * Unknown fields are refused. Returns QERR_OK, or QERR_BAD_INPUT with the client's sentence. */
+qerr kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, arena *ar, kv_op *out,
+                        qerr_detail *err);
 /* Parses a batch body {"namespace"?: default, "ops": [...]}; *ops is in the arena. */
-int kv_parse_batch(const json_doc *d, arena *ar, kv_op **ops, int *n, char *err, size_t errlen);
+qerr kv_parse_batch(const json_doc *d, arena *ar, kv_op **ops, int *n, qerr_detail *err);
 
 /* The client-facing sentence for a failed batch, e.g.
  * op 1 (put queen-s3/lease): version mismatch: required version 41, found 57 */
@@ -167,9 +168,9 @@ void kv_params_free(kv_params *p);
 /* SELECT * FROM queen.kv_batch_v1(...) with binary results: rows as enum kv_batch_col. */
 extern const char KV_BATCH_SQL[];
 void kv_batch_params(const uint8_t tenant[16], const kv_op *ops, int n, kv_params *p);
-/* Takes ownership of res (also on failure). Returns 0, or -1 when the result is not the shape
- * the function returns (err says how). */
-int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, size_t errlen);
+/* Takes ownership of res (also on failure). Returns QERR_OK, or QERR_INTERNAL when the result
+ * is not the shape the function returns (the detail says how, for the log). */
+qerr kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, qerr_detail *err);
 
 /* Reading one key without locking it (GET): value, version, expires_at; no row = absent. */
 extern const char KV_GET_SQL[];

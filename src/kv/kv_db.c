@@ -51,43 +51,35 @@ static void row_result(const PGresult *r, int row, kv_result *out)
     out->flag = !PQgetisnull(r, row, KV_O_FLAG) && PQgetvalue(r, row, KV_O_FLAG)[0] != 0;
 }
 
-int kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, char *err, size_t errlen)
+qerr kv_batch_decode(struct pg_result *res, int n, kv_outcome *out, qerr_detail *err)
 {
     memset(out, 0, sizeof *out);
     out->failed_op = -1;
     out->res = res;
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != KV_BATCH_NCOLS || PQbinaryTuples(res) != 1) {
-        snprintf(err, errlen, "kv_batch_v1 returned an unexpected result");
-        return -1;
-    }
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQnfields(res) != KV_BATCH_NCOLS || PQbinaryTuples(res) != 1)
+        return qerr_set(err, QERR_INTERNAL, NULL, "kv_batch_v1 returned an unexpected result");
     int rows = PQntuples(res);
     if (rows == 1 && bin_i32(res, 0, KV_O_STATUS) > 0) {
         int32_t idx = bin_i32(res, 0, KV_O_INDEX);
         int32_t st = bin_i32(res, 0, KV_O_STATUS);
-        if (idx < 0 || idx >= n || st >= KV_FAIL_COUNT) {
-            snprintf(err, errlen, "kv_batch_v1 reported failure %d at op %d of %d", st, idx, n);
-            return -1;
-        }
+        if (idx < 0 || idx >= n || st >= KV_FAIL_COUNT)
+            return qerr_set(err, QERR_INTERNAL, NULL, "kv_batch_v1 reported failure %d at op %d of %d", st, idx, n);
         out->fail = (enum kv_fail)st;
         out->failed_op = idx;
         row_result(res, 0, &out->current);
-        return 0;
+        return QERR_OK;
     }
-    if (rows != n) {
-        snprintf(err, errlen, "kv_batch_v1 returned %d rows for %d ops", rows, n);
-        return -1;
-    }
+    if (rows != n)
+        return qerr_set(err, QERR_INTERNAL, NULL, "kv_batch_v1 returned %d rows for %d ops", rows, n);
     out->results = xcalloc((size_t)(n ? n : 1), sizeof *out->results);
     out->n = n;
     for (int i = 0; i < rows; i++) {
         int32_t idx = bin_i32(res, i, KV_O_INDEX);
-        if (idx < 0 || idx >= n || bin_i32(res, i, KV_O_STATUS) != 0) {
-            snprintf(err, errlen, "kv_batch_v1 returned a malformed row %d", i);
-            return -1;
-        }
+        if (idx < 0 || idx >= n || bin_i32(res, i, KV_O_STATUS) != 0)
+            return qerr_set(err, QERR_INTERNAL, NULL, "kv_batch_v1 returned a malformed row %d", i);
         row_result(res, i, &out->results[idx]);
     }
-    return 0;
+    return QERR_OK;
 }
 
 /* The batch on the 2.x semantics (queen.kv_ops_apply_v1): every op that carries a
@@ -200,9 +192,9 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
     }
     kvw_op *w = xcalloc((size_t)n, sizeof *w);
     for (int i = 0; i < n; i++) {
-        char e[300];
-        if (kv_check_op(&ops[i], e, sizeof e) < 0) {
-            snprintf(err, errlen, "op %d: %s", i, e);
+        qerr_detail e;
+        if (kv_check_op(&ops[i], &e) != QERR_OK) {
+            snprintf(err, errlen, "op %d: %s", i, e.text);
             free(w);
             return -1;
         }

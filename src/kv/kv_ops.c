@@ -99,51 +99,37 @@ const char *kv_fail_reason(enum kv_fail f)
     return "unknown";
 }
 
-int kv_check_name(const char *what, const char *s, size_t n, size_t max, char *err, size_t errlen)
+qerr kv_check_name(const char *what, const char *s, size_t n, size_t max, qerr_detail *err)
 {
-    if (!s || n == 0) {
-        snprintf(err, errlen, "%s must be a non-empty string", what);
-        return -1;
-    }
-    if (n > max) {
-        snprintf(err, errlen, "%s is %zu bytes; at most %zu are allowed", what, n, max);
-        return -1;
-    }
-    if (memchr(s, '\0', n)) {
-        snprintf(err, errlen, "%s must not contain NUL characters", what);
-        return -1;
-    }
-    if (utf8_valid((const uint8_t *)s, n) < 0) {
-        snprintf(err, errlen, "%s must be valid UTF-8", what);
-        return -1;
-    }
-    return 0;
+    if (!s || n == 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "%s must be a non-empty string", what);
+    if (n > max)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "%s is %zu bytes; at most %zu are allowed", what, n, max);
+    if (memchr(s, '\0', n))
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "%s must not contain NUL characters", what);
+    if (utf8_valid((const uint8_t *)s, n) < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "%s must be valid UTF-8", what);
+    return QERR_OK;
 }
 
-int kv_check_op(const kv_op *op, char *err, size_t errlen)
+qerr kv_check_op(const kv_op *op, qerr_detail *err)
 {
-    if (kv_check_name("namespace", op->ns, op->ns_len, KV_NAMESPACE_MAX_BYTES, err, errlen) < 0 ||
-        kv_check_name("key", op->key, op->key_len, KV_KEY_MAX_BYTES, err, errlen) < 0)
-        return -1;
+    qerr e = kv_check_name("namespace", op->ns, op->ns_len, KV_NAMESPACE_MAX_BYTES, err);
+    if (e == QERR_OK)
+        e = kv_check_name("key", op->key, op->key_len, KV_KEY_MAX_BYTES, err);
+    if (e != QERR_OK)
+        return e;
     if (op->kind == KV_PUT) {
-        if (!op->value || op->value_len == 0) {
-            snprintf(err, errlen, "value is required (any JSON value)");
-            return -1;
-        }
-        if (op->value_len > KV_VALUE_MAX_BYTES) {
-            snprintf(err, errlen, "value is %zu bytes; at most %u are allowed", op->value_len, KV_VALUE_MAX_BYTES);
-            return -1;
-        }
+        if (!op->value || op->value_len == 0)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "value is required (any JSON value)");
+        if (op->value_len > KV_VALUE_MAX_BYTES)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "value is %zu bytes; at most %u are allowed", op->value_len, KV_VALUE_MAX_BYTES);
     }
-    if (op->ttl_ms < 0 || op->ttl_ms > KV_TTL_MAX_MS) {
-        snprintf(err, errlen, "ttlMs must be an integer between 1 and %lld", (long long)KV_TTL_MAX_MS);
-        return -1;
-    }
-    if (op->expect == KV_EXPECT_VERSION && op->version < 1) {
-        snprintf(err, errlen, "ifVersion must be a positive integer");
-        return -1;
-    }
-    return 0;
+    if (op->ttl_ms < 0 || op->ttl_ms > KV_TTL_MAX_MS)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ttlMs must be an integer between 1 and %lld", (long long)KV_TTL_MAX_MS);
+    if (op->expect == KV_EXPECT_VERSION && op->version < 1)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ifVersion must be a positive integer");
+    return QERR_OK;
 }
 
 /* The "op" names a request may use. putIfAbsent is a put that requires absence. */
@@ -208,14 +194,12 @@ static int int_member(const json_doc *d, int obj, const char *name, int64_t lo, 
  * silently turn a fenced write into an unconditional one. */
 static const char *const OP_FIELDS[] = {"op", "namespace", "key", "value", "ttlMs", "ifVersion", "ifAbsent", "by", "max"};
 
-int kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, arena *ar, kv_op *out, char *err,
-                       size_t errlen)
+qerr kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, arena *ar, kv_op *out,
+                        qerr_detail *err)
 {
     memset(out, 0, sizeof *out);
-    if (json_type_of(d, obj) != JSON_OBJECT) {
-        snprintf(err, errlen, "an op must be a JSON object");
-        return -1;
-    }
+    if (json_type_of(d, obj) != JSON_OBJECT)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "an op must be a JSON object");
     uint32_t cnt = d->toks[obj].count;
     int k = json_first(d, obj);
     for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
@@ -226,162 +210,115 @@ int kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, aren
             buf nb;
             buf_init(&nb, 256);
             json_str_decode(d, k, &nb);
-            snprintf(err, errlen, "unknown field \"%.*s\" (fields: op, namespace, key, value, ttlMs, ifVersion, "
-                                  "ifAbsent, by, max)", (int)utf8_cut(nb.data ? nb.data : "", nb.len, 64),
-                     nb.data ? nb.data : "");
+            qerr_set(err, QERR_BAD_INPUT, NULL,
+                     "unknown field \"%.*s\" (fields: op, namespace, key, value, ttlMs, ifVersion, ifAbsent, by, max)",
+                     (int)utf8_cut(nb.data ? nb.data : "", nb.len, 64), nb.data ? nb.data : "");
             buf_free(&nb);
-            return -1;
+            return QERR_BAD_INPUT;
         }
     }
     if (kind < 0) {
         int t = json_get(d, obj, "op");
-        if (t < 0) {
-            snprintf(err, errlen, "op is required (get, put, putIfAbsent, delete or incr)");
-            return -1;
-        }
-        if (kind_from_name(d, t, &kind, &if_absent) < 0) {
-            snprintf(err, errlen, "op must be one of get, put, putIfAbsent, delete, incr");
-            return -1;
-        }
+        if (t < 0)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "op is required (get, put, putIfAbsent, delete or incr)");
+        if (kind_from_name(d, t, &kind, &if_absent) < 0)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "op must be one of get, put, putIfAbsent, delete, incr");
     }
     out->kind = (enum kv_kind)kind;
     int rc = str_member(d, obj, "namespace", ar, &out->ns, &out->ns_len);
-    if (rc < 0) {
-        snprintf(err, errlen, "namespace must be a string");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "namespace must be a string");
     rc = str_member(d, obj, "key", ar, &out->key, &out->key_len);
-    if (rc < 0) {
-        snprintf(err, errlen, "key must be a string");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "key must be a string");
     int v = json_get(d, obj, "value");
     if (kind == KV_PUT) {
-        if (v < 0) {
-            snprintf(err, errlen, "value is required (any JSON value)");
-            return -1;
-        }
+        if (v < 0)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "value is required (any JSON value)");
         out->value = json_raw(d, v, &out->value_len);
     } else if (v >= 0) {
-        snprintf(err, errlen, "value is only accepted by put and putIfAbsent");
-        return -1;
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "value is only accepted by put and putIfAbsent");
     }
     rc = int_member(d, obj, "ttlMs", 1, KV_TTL_MAX_MS, &out->ttl_ms);
-    if (rc < 0) {
-        snprintf(err, errlen, "ttlMs must be an integer between 1 and %lld", (long long)KV_TTL_MAX_MS);
-        return -1;
-    }
-    if (rc > 0 && kind != KV_PUT && kind != KV_INCR) {
-        snprintf(err, errlen, "ttlMs is only accepted by put, putIfAbsent and incr");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ttlMs must be an integer between 1 and %lld", (long long)KV_TTL_MAX_MS);
+    if (rc > 0 && kind != KV_PUT && kind != KV_INCR)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ttlMs is only accepted by put, putIfAbsent and incr");
     rc = int_member(d, obj, "ifVersion", 1, INT64_MAX, &out->version);
-    if (rc < 0) {
-        snprintf(err, errlen, "ifVersion must be a positive integer (a version this store returned)");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ifVersion must be a positive integer (a version this store returned)");
     if (rc > 0)
         out->expect = KV_EXPECT_VERSION;
     int a = json_get(d, obj, "ifAbsent");
     if (a >= 0 && json_type_of(d, a) != JSON_NULL) {
-        if (json_type_of(d, a) != JSON_TRUE && json_type_of(d, a) != JSON_FALSE) {
-            snprintf(err, errlen, "ifAbsent must be true or false");
-            return -1;
-        }
+        if (json_type_of(d, a) != JSON_TRUE && json_type_of(d, a) != JSON_FALSE)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ifAbsent must be true or false");
         if (json_type_of(d, a) == JSON_TRUE)
             if_absent = 1;
     }
     if (if_absent) {
-        if (out->expect == KV_EXPECT_VERSION) {
-            snprintf(err, errlen, "ifVersion and ifAbsent (or putIfAbsent) cannot be combined");
-            return -1;
-        }
+        if (out->expect == KV_EXPECT_VERSION)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ifVersion and ifAbsent (or putIfAbsent) cannot be combined");
         out->expect = KV_EXPECT_ABSENT;
     }
     rc = int_member(d, obj, "by", INT64_MIN, INT64_MAX, &out->by);
-    if (rc < 0) {
-        snprintf(err, errlen, "by must be an integer (64-bit)");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "by must be an integer (64-bit)");
     if (kind == KV_INCR && rc == 0)
         out->by = 1;
-    if (rc > 0 && kind != KV_INCR) {
-        snprintf(err, errlen, "by is only accepted by incr");
-        return -1;
-    }
+    if (rc > 0 && kind != KV_INCR)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "by is only accepted by incr");
     rc = int_member(d, obj, "max", INT64_MIN, INT64_MAX, &out->max);
-    if (rc < 0) {
-        snprintf(err, errlen, "max must be an integer (64-bit)");
-        return -1;
-    }
+    if (rc < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "max must be an integer (64-bit)");
     if (rc > 0) {
-        if (kind != KV_INCR) {
-            snprintf(err, errlen, "max is only accepted by incr");
-            return -1;
-        }
+        if (kind != KV_INCR)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "max is only accepted by incr");
         out->has_max = 1;
     }
-    return 0;
+    return QERR_OK;
 }
 
-int kv_parse_batch(const json_doc *d, arena *ar, kv_op **ops, int *n, char *err, size_t errlen)
+qerr kv_parse_batch(const json_doc *d, arena *ar, kv_op **ops, int *n, qerr_detail *err)
 {
     const char *def_ns = NULL;
     size_t def_ns_len = 0;
     uint32_t cnt = d->toks[0].count;
     int k = json_first(d, 0);
     for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
-        if (!json_str_eq(d, k, "namespace") && !json_str_eq(d, k, "ops")) {
-            snprintf(err, errlen, "unknown field in the batch body (fields: namespace, ops)");
-            return -1;
-        }
+        if (!json_str_eq(d, k, "namespace") && !json_str_eq(d, k, "ops"))
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "unknown field in the batch body (fields: namespace, ops)");
     }
-    if (str_member(d, 0, "namespace", ar, &def_ns, &def_ns_len) < 0) {
-        snprintf(err, errlen, "namespace must be a string");
-        return -1;
-    }
+    if (str_member(d, 0, "namespace", ar, &def_ns, &def_ns_len) < 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "namespace must be a string");
     int arr = json_get(d, 0, "ops");
-    if (json_type_of(d, arr) != JSON_ARRAY) {
-        snprintf(err, errlen, "ops array is required");
-        return -1;
-    }
+    if (json_type_of(d, arr) != JSON_ARRAY)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ops array is required");
     uint32_t m = d->toks[arr].count;
-    if (m == 0) {
-        snprintf(err, errlen, "ops must hold at least one op");
-        return -1;
-    }
-    if (m > KV_BATCH_MAX_OPS) {
-        snprintf(err, errlen, "ops holds %u ops; at most %d are allowed", m, KV_BATCH_MAX_OPS);
-        return -1;
-    }
+    if (m == 0)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ops must hold at least one op");
+    if (m > KV_BATCH_MAX_OPS)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "ops holds %u ops; at most %d are allowed", m, KV_BATCH_MAX_OPS);
     kv_op *out = arena_alloc(ar, m * sizeof *out);
     int t = json_first(d, arr);
     for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
-        char e[400];
-        if (kv_parse_op_fields(d, t, -1, 0, ar, &out[i], e, sizeof e) < 0) {
-            snprintf(err, errlen, "ops[%u]: %s", i, e);
-            return -1;
-        }
+        qerr_detail e;
+        if (kv_parse_op_fields(d, t, -1, 0, ar, &out[i], &e) != QERR_OK)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ops[%u]: %s", i, e.text);
         if (!out[i].ns) {
             out[i].ns = def_ns;
             out[i].ns_len = def_ns_len;
         }
-        if (!out[i].ns) {
-            snprintf(err, errlen, "ops[%u]: namespace is required (in the op or for the whole batch)", i);
-            return -1;
-        }
-        if (!out[i].key) {
-            snprintf(err, errlen, "ops[%u]: key is required", i);
-            return -1;
-        }
-        if (kv_check_op(&out[i], e, sizeof e) < 0) {
-            snprintf(err, errlen, "ops[%u]: %s", i, e);
-            return -1;
-        }
+        if (!out[i].ns)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ops[%u]: namespace is required (in the op or for the whole batch)", i);
+        if (!out[i].key)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ops[%u]: key is required", i);
+        if (kv_check_op(&out[i], &e) != QERR_OK)
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "ops[%u]: %s", i, e.text);
     }
     *ops = out;
     *n = (int)m;
-    return 0;
+    return QERR_OK;
 }
 
 /* namespace/key for messages, cut so a message stays readable */

@@ -28,19 +28,15 @@ const char *kvw_kind_name(int kind)
     return kind >= 0 && kind < KVW_NKINDS ? KIND_NAMES[kind] : "unknown";
 }
 
-static int refuse(kvw_refusal *why, const char *code, const char *reason, const char *fmt, ...)
+static qerr refuse(qerr_detail *why, const char *code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int refuse(kvw_refusal *why, const char *code, const char *reason, const char *fmt, ...)
+static qerr refuse(qerr_detail *why, const char *code, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    why->status = 400;
-    why->code = code;
-    why->reason = reason;
-    why->index = -1;
-    vsnprintf(why->detail, sizeof why->detail, fmt, ap);
+    qerr e = qerr_setv(why, QERR_BAD_INPUT, code, reason, fmt, ap);
     va_end(ap);
-    return -1;
+    return e;
 }
 
 /* A field name, printable in a sentence (cut at 64 bytes). */
@@ -53,7 +49,7 @@ static void field_name(const json_doc *d, int k, char *out, size_t n)
     buf_free(&nb);
 }
 
-static int check_fields(const json_doc *d, int obj, int kind, const char *at, kvw_refusal *why)
+static qerr check_fields(const json_doc *d, int obj, int kind, const char *at, qerr_detail *why)
 {
     uint32_t cnt = d->toks[obj].count;
     int k = json_first(d, obj);
@@ -68,7 +64,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, kv
                           name);
         }
     }
-    return 0;
+    return QERR_OK;
 }
 
 /* A name (ns, key, prefix, after, a getMany key): 1 to max bytes, a string without NUL. */
@@ -101,7 +97,7 @@ static int bool_member(const json_doc *d, int obj, const char *name)
     return json_type_of(d, t) == JSON_FALSE ? 0 : -1;
 }
 
-static int parse_expiry(const json_doc *d, int obj, kvw_op *op, const char *at, kvw_refusal *why)
+static qerr parse_expiry(const json_doc *d, int obj, kvw_op *op, const char *at, qerr_detail *why)
 {
     int has_ttl = json_get(d, obj, "ttlSeconds") >= 0;
     int ft = json_get(d, obj, "forever");
@@ -115,17 +111,17 @@ static int parse_expiry(const json_doc *d, int obj, kvw_op *op, const char *at, 
                                                                           "the previous expiry)");
     if (ft >= 0) {
         op->forever = 1;
-        return 0;
+        return QERR_OK;
     }
     int64_t s;
     if (int_member(d, obj, "ttlSeconds", &s) < 0 || s < 1 || s > KVW_TTL_MAX_S)
         return refuse(why, "kv_invalid_ttl", "out_of_range", "%s: ttlSeconds must be an integer from 1 to %lld (longer: forever)",
                       at, KVW_TTL_MAX_S);
     op->ttl_s = s;
-    return 0;
+    return QERR_OK;
 }
 
-static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *op, const char *at, kvw_refusal *why)
+static qerr parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *op, const char *at, qerr_detail *why)
 {
     memset(op, 0, sizeof *op);
     if (json_type_of(d, obj) != JSON_OBJECT)
@@ -141,8 +137,8 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
     if (in_txn && op->kind == KVW_GET_PREFIX)
         return refuse(why, "kv_invalid_op", "prefix_in_transaction",
                       "%s: getPrefix is not taken inside a transaction (its cost is unbounded); read it beside", at);
-    if (check_fields(d, obj, op->kind, at, why) < 0)
-        return -1;
+    if (check_fields(d, obj, op->kind, at, why) != QERR_OK)
+        return QERR_BAD_INPUT;
     int t = json_get(d, obj, "ns");
     if (t < 0)
         return refuse(why, "kv_invalid_name", "ns_missing", "%s: ns is required (the namespace)", at);
@@ -177,7 +173,7 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
         if (ko < 0)
             return refuse(why, "kv_invalid_op", "keys_only_invalid", "%s: keysOnly must be true or false", at);
         op->keys_only = ko;
-        return 0;
+        return QERR_OK;
     }
     if (op->kind == KVW_GET_MANY) {
         t = json_get(d, obj, "keys");
@@ -195,7 +191,7 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
                 return refuse(why, "kv_invalid_name", "key_invalid", "%s: keys[%u] must be a string of 1 to %d bytes without NUL",
                               at, i, KV_KEY_MAX_BYTES);
         op->nkeys = (int)m;
-        return 0;
+        return QERR_OK;
     }
     t = json_get(d, obj, "key");
     if (t < 0)
@@ -204,7 +200,7 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
         return refuse(why, "kv_invalid_name", "key_invalid", "%s: key must be a string of 1 to %d bytes without NUL", at,
                       KV_KEY_MAX_BYTES);
     if (op->kind == KVW_GET)
-        return 0;
+        return QERR_OK;
 
     int rq = bool_member(d, obj, "required");
     if (rq < 0)
@@ -236,10 +232,10 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
         return refuse(why, "kv_invalid_expect", "missing",
                       "%s: check needs expect: the version the key must be at, or 0 for a key that must not exist", at);
     if (op->kind == KVW_DELETE || op->kind == KVW_CHECK)
-        return 0;
+        return QERR_OK;
 
-    if (parse_expiry(d, obj, op, at, why) < 0)
-        return -1;
+    if (parse_expiry(d, obj, op, at, why) != QERR_OK)
+        return QERR_BAD_INPUT;
     if (op->kind == KVW_INCR) {
         op->delta = 1;
         if (int_member(d, obj, "delta", &op->delta) < 0)
@@ -252,7 +248,7 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
         if (op->has_min && op->has_max && op->min > op->max)
             return refuse(why, "kv_invalid_bound", "min_above_max", "%s: min (%lld) is above max (%lld)", at,
                           (long long)op->min, (long long)op->max);
-        return 0;
+        return QERR_OK;
     }
     t = json_get(d, obj, "value");
     if (t < 0)
@@ -261,11 +257,11 @@ static int parse_op(const json_doc *d, int obj, int in_txn, arena *ar, kvw_op *o
     if (op->value_len > KV_VALUE_MAX_BYTES)
         return refuse(why, "kv_limit_exceeded", "value_too_large", "%s: the value is %zu bytes; at most %u are stored", at,
                       op->value_len, KV_VALUE_MAX_BYTES);
-    return 0;
+    return QERR_OK;
 }
 
-int kvw_parse(const json_doc *d, int arr, const char *what, int in_txn, arena *ar, kvw_op **ops, int *n,
-              kvw_refusal *why)
+qerr kvw_parse(const json_doc *d, int arr, const char *what, int in_txn, arena *ar, kvw_op **ops, int *n,
+               qerr_detail *why)
 {
     if (json_type_of(d, arr) != JSON_ARRAY)
         return refuse(why, "kv_invalid_body", "not_array", "%s must be an array of KV ops", what);
@@ -278,17 +274,15 @@ int kvw_parse(const json_doc *d, int arr, const char *what, int in_txn, arena *a
     for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
         char at[64];
         snprintf(at, sizeof at, "%s[%u]", what, i);
-        if (parse_op(d, t, in_txn, ar, &out[i], at, why) < 0) {
-            why->index = (int)i;
-            return -1;
-        }
+        if (parse_op(d, t, in_txn, ar, &out[i], at, why) != QERR_OK)
+            return qerr_at(why, QERR_BAD_INPUT, (int)i);
     }
     *ops = out;
     *n = (int)m;
-    return 0;
+    return QERR_OK;
 }
 
-int kvw_parse_body(const json_doc *d, arena *ar, kvw_op **ops, int *n, kvw_refusal *why)
+qerr kvw_parse_body(const json_doc *d, arena *ar, kvw_op **ops, int *n, qerr_detail *why)
 {
     if (json_type_of(d, 0) != JSON_OBJECT)
         return refuse(why, "kv_invalid_body", "not_object", "the body must be {\"operations\": [op, ...]}");
@@ -463,7 +457,7 @@ static int lock_text(const json_doc *d, int t, arena *ar, size_t max, int no_has
     return 0;
 }
 
-static int lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const char *at, kvw_refusal *why)
+static qerr lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const char *at, qerr_detail *why)
 {
     memset(op, 0, sizeof *op);
     if (json_type_of(d, obj) != JSON_OBJECT)
@@ -494,7 +488,7 @@ static int lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const ch
                       "%s: name is a string of 1 to %d bytes without control characters and without '#'", at,
                       LOCKW_NAME_MAX_BYTES);
     if (op->kind == LOCKW_GET)
-        return 0;
+        return QERR_OK;
     t = json_get(d, obj, "owner");
     if (t >= 0 && lock_text(d, t, ar, LOCKW_OWNER_MAX_BYTES, 0, &op->owner, &op->owner_len) < 0)
         return refuse(why, "lock_invalid_owner", "owner_invalid",
@@ -516,7 +510,7 @@ static int lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const ch
             return refuse(why, "lock_invalid_limit", "out_of_range",
                           "%s: limit is a whole number from 1 (a lock) to %d (a semaphore's permits)", at, LOCKW_LIMIT_MAX);
         op->limit = (int32_t)l;
-        return 0;
+        return QERR_OK;
     }
     int64_t tok;
     int rc = int_member(d, obj, "token", &tok);
@@ -534,10 +528,10 @@ static int lock_op(const json_doc *d, int obj, arena *ar, lockw_op *op, const ch
         op->has_slot = 1;
         op->slot = (int32_t)sl;
     }
-    return 0;
+    return QERR_OK;
 }
 
-int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_refusal *why)
+qerr lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, qerr_detail *why)
 {
     if (json_type_of(d, 0) != JSON_OBJECT)
         return refuse(why, "lock_invalid_body", "not_object", "the body must be {\"operations\": [op, ...]}");
@@ -565,14 +559,12 @@ int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_r
     for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
         char at[64];
         snprintf(at, sizeof at, "operations[%u]", i);
-        if (lock_op(d, t, ar, &out[i], at, why) < 0) {
-            why->index = (int)i;
-            return -1;
-        }
+        if (lock_op(d, t, ar, &out[i], at, why) != QERR_OK)
+            return qerr_at(why, QERR_BAD_INPUT, (int)i);
     }
     *ops = out;
     *n = (int)m;
-    return 0;
+    return QERR_OK;
 }
 
 const char LOCK_OPS_SQL[] = "SELECT o_index, o_result FROM queen.lock_ops_v1($1::uuid, $2::int4[], $3::text[], "

@@ -16,6 +16,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/qerr.h"
 #include "db/pgarray.h"
 #include "json/json.h"
 
@@ -66,23 +67,18 @@ typedef struct kvw_op {
     int nkeys;
 } kvw_op;
 
-/* A refused op or body: HTTP status, the stable code (error and code of the envelope), the
- * finer stable reason, the op at fault (from 0; -1 for the body) and the sentence. */
-typedef struct kvw_refusal {
-    int status;
-    const char *code;
-    const char *reason;
-    int index;
-    char detail[400];
-} kvw_refusal;
+/* A refused op or body is QERR_BAD_INPUT (core/qerr.h) with the detail's code the stable code
+ * of the envelope (kv_invalid_op, ...; error and code), its reason the finer stable name
+ * (op_unknown, ...), its index the op at fault (from 0; -1 for the body) and the sentence;
+ * http_respond_qerr_refusal answers it. */
 
 /* Parses an array of op objects into *ops (arena). `what` names the array in sentences
- * ("operations", "kv"). `in_txn` refuses getPrefix (unbounded inside a transaction). 0, or -1
- * with *why filled. */
-int kvw_parse(const json_doc *d, int arr, const char *what, int in_txn, arena *ar, kvw_op **ops, int *n,
-              kvw_refusal *why);
+ * ("operations", "kv"). `in_txn` refuses getPrefix (unbounded inside a transaction).
+ * QERR_OK, or QERR_BAD_INPUT with *why filled. */
+qerr kvw_parse(const json_doc *d, int arr, const char *what, int in_txn, arena *ar, kvw_op **ops, int *n,
+               qerr_detail *why);
 /* The body of POST /api/v1/kv: {"operations": [op, ...]} and nothing else. */
-int kvw_parse_body(const json_doc *d, arena *ar, kvw_op **ops, int *n, kvw_refusal *why);
+qerr kvw_parse_body(const json_doc *d, arena *ar, kvw_op **ops, int *n, qerr_detail *why);
 
 const char *kvw_kind_name(int kind); /* get, put, putIfAbsent, ... */
 
@@ -138,8 +134,8 @@ typedef struct lockw_op {
     int32_t slot;
 } lockw_op;
 
-/* The body {"operations": [op, ...]}: 0, or -1 with *why (codes lock_*). */
-int lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, kvw_refusal *why);
+/* The body {"operations": [op, ...]}: QERR_OK, or QERR_BAD_INPUT with *why (codes lock_*). */
+qerr lockw_parse_body(const json_doc *d, arena *ar, lockw_op **ops, int *n, qerr_detail *why);
 const char *lockw_kind_name(int kind);
 /* SELECT o_index, o_result FROM queen.lock_ops_v1($1 tenant, $2..$8 arrays): kv_ops_col rows */
 extern const char LOCK_OPS_SQL[];

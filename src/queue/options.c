@@ -60,15 +60,13 @@ static int sink_name_ok(const char *s, size_t n)
     return 1;
 }
 
-int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err, size_t errlen)
+qerr queue_options_parse(const json_doc *d, int tok, queue_options *o, qerr_detail *err)
 {
     queue_options_defaults(o);
     if (tok < 0 || json_type_of(d, tok) == JSON_NULL)
-        return 0;
-    if (json_type_of(d, tok) != JSON_OBJECT) {
-        snprintf(err, errlen, "options must be an object");
-        return -1;
-    }
+        return QERR_OK;
+    if (json_type_of(d, tok) != JSON_OBJECT)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "options must be an object");
     int k = json_first(d, tok);
     for (uint32_t m = 0; m < d->toks[tok].count; m++, k = json_next(d, k + 1)) {
         int v = k + 1;
@@ -80,28 +78,24 @@ int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err,
             buf kb;
             buf_init(&kb, 256);
             json_str_decode(d, k, &kb);
-            snprintf(err, errlen, "unknown option \"%s\"", buf_cstr(&kb));
+            qerr_set(err, QERR_BAD_INPUT, NULL, "unknown option \"%s\"", buf_cstr(&kb));
             buf_free(&kb);
-            return -1;
+            return QERR_BAD_INPUT;
         }
         char *slot = (char *)o + row->offset;
         switch (row->type) {
         case O_INT: {
             int64_t x;
-            if (json_int64(d, v, &x) < 0 || x < row->lo || x > row->hi) {
-                snprintf(err, errlen, "options.%s must be an integer between %lld and %lld%s%s", row->name,
-                         (long long)row->lo, (long long)row->hi, row->unit ? " " : "", row->unit ? row->unit : "");
-                return -1;
-            }
+            if (json_int64(d, v, &x) < 0 || x < row->lo || x > row->hi)
+                return qerr_set(err, QERR_BAD_INPUT, NULL, "options.%s must be an integer between %lld and %lld%s%s", row->name,
+                                              (long long)row->lo, (long long)row->hi, row->unit ? " " : "", row->unit ? row->unit : "");
             *(int64_t *)slot = x;
             break;
         }
         case O_BOOL: {
             int t = json_type_of(d, v);
-            if (t != JSON_TRUE && t != JSON_FALSE) {
-                snprintf(err, errlen, "options.%s must be true or false", row->name);
-                return -1;
-            }
+            if (t != JSON_TRUE && t != JSON_FALSE)
+                return qerr_set(err, QERR_BAD_INPUT, NULL, "options.%s must be true or false", row->name);
             *(int64_t *)slot = t == JSON_TRUE;
             break;
         }
@@ -117,10 +111,9 @@ int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err,
                      (name.len == 0 || sink_name_ok(name.data, name.len));
             if (!ok) {
                 buf_free(&name);
-                snprintf(err, errlen,
-                         "options.%s must be a sink name (letters, digits, '-', '_', '.', at most %d) or null",
-                         row->name, SINK_NAME_MAX);
-                return -1;
+                return qerr_set(err, QERR_BAD_INPUT, NULL,
+                                "options.%s must be a sink name (letters, digits, '-', '_', '.', at most %d) or null",
+                                row->name, SINK_NAME_MAX);
             }
             memset(o->retention_sink_hold, 0, sizeof o->retention_sink_hold);
             if (name.len)
@@ -130,7 +123,7 @@ int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err,
         }
         }
     }
-    return 0;
+    return QERR_OK;
 }
 
 void queue_options_json(const queue_options *o, buf *out)
@@ -164,4 +157,16 @@ void queue_options_defaults_json(buf *out)
     queue_options o;
     queue_options_defaults(&o);
     queue_options_json(&o, out);
+}
+
+void queue_option_raw(buf *b, const json_doc *d, int ok, const char *key)
+{
+    int t = ok ? json_get(d, 0, key) : -1;
+    if (t < 0) {
+        buf_puts(b, "null");
+        return;
+    }
+    size_t n;
+    const char *raw = json_raw(d, t, &n);
+    buf_append(b, raw, n);
 }

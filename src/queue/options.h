@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/qerr.h"
 #include "json/json.h"
 
 #define SINK_NAME_MAX 64
@@ -35,10 +36,14 @@ typedef struct queue_options {
 } queue_options;
 
 void queue_options_defaults(queue_options *o);
-/* Parses the `options` object (tok may be -1: all defaults). Returns 0, or -1 with a client
- * message in err. */
-int queue_options_parse(const json_doc *d, int tok, queue_options *o, char *err, size_t errlen);
+/* Parses the `options` object (tok may be -1: all defaults). Returns QERR_OK, or
+ * QERR_BAD_INPUT with the client's sentence in err. */
+qerr queue_options_parse(const json_doc *d, int tok, queue_options *o, qerr_detail *err);
 /* Writes the full option set as a JSON object, in a fixed order. */
+/* Appends the raw JSON of option `key` of an options object d (an effective options row:
+ * stored options over the defaults, queen.queue_options_v1), or null when !ok (d is not an
+ * object) or the key is absent. The admin answers (message detail, queue detail) show these. */
+void queue_option_raw(buf *b, const json_doc *d, int ok, const char *key);
 void queue_options_json(const queue_options *o, buf *out);
 /* The defaults as a JSON object: what every node writes into queen.option_defaults at boot,
  * so the SQL reads this table's defaults (queen.queue_options_v1) and has none of its own. */

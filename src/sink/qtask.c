@@ -389,7 +389,7 @@ static uint64_t crash_queue(s3_qtask *t, s3_worker *w, const char *why)
 static uint64_t step_claim(s3_qtask *t, s3_worker *w)
 {
     s3_node *n = t->node;
-    if (atomic_load(&n->stopping))
+    if (task_stopping(t))
         return UINT64_MAX;
     int64_t qid, safe, now;
     int rc = sinkdb_clock(&w->db, t->sink->c.tenant, t->queue, &qid, &safe, &now);
@@ -1408,7 +1408,7 @@ static uint64_t give_back(s3_qtask *t, s3_worker *w)
         return d; /* still retrying the release */
     s3_node *n = t->node;
     t->cooldown_until_ms = mono_ms() + 2 * (uint64_t)n->k.lease_ttl_ms;
-    mc_add(&n->given_back, 1);
+    mc_add(&t->sink->given_back, 1);
     pthread_mutex_lock(&n->mu);
     t->give_back = 0;
     t->sink->gave_back_at_ms = mono_ms();
@@ -1529,7 +1529,7 @@ static uint64_t fill(s3_qtask *t, s3_worker *w, int stopping, int giving, int *s
 static uint64_t step_fill(s3_qtask *t, s3_worker *w)
 {
     s3_node *n = t->node;
-    int stopping = atomic_load(&n->stopping);
+    int stopping = task_stopping(t);
     pthread_mutex_lock(&n->mu);
     int giving = t->give_back;
     pthread_mutex_unlock(&n->mu);
@@ -1575,7 +1575,7 @@ uint64_t qtask_step(s3_qtask *t, s3_worker *w)
     case Q_COMMIT:
         return run_pending(t, w);
     case Q_DRAINED:
-        return atomic_load(&n->stopping) ? UINT64_MAX : step_claim(t, w);
+        return task_stopping(t) ? UINT64_MAX : step_claim(t, w);
     }
     return 1000;
 }

@@ -12,12 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/base64.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "crypto/seal.h"
 #include "json/json.h"
 #include "sink/layout.h"
+#include "sink/sinkdoc.h"
 #include "sink/sink_int.h"
 #include "storage/logread.h"
 
@@ -32,6 +35,7 @@ s3_node *s3_node_new(const s3_node_opts *o, s3_node_knobs *knobs)
     n->o.connect_timeout_ms = o->connect_timeout_ms;
     n->k = *knobs;
     memset(knobs, 0, sizeof *knobs);
+    n->control_plane = o->control_plane;
     pthread_mutex_init(&n->mu, NULL);
     pthread_cond_init(&n->cv, NULL);
     return n;
@@ -66,11 +70,14 @@ static void crash_between_parts(void *arg, int part_number)
     _exit(137);
 }
 
-void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
+/* Builds a sink (nothing runs yet): takes the config over, logs its start line. inert_phase:
+ * SP_STARTING for a sink that runs, SP_STOPPED or SP_ERROR (with why) for one that runs none of
+ * its queues. */
+static s3_sink *sink_make(s3_node *n, s3_sink_config *c, const char *source, enum sink_phase inert_phase,
+                          const char *why)
 {
     s3_sink *s = xcalloc(1, sizeof *s);
     s->node = n;
-    s->index = n->nsinks;
     s->c = *c;
     memset(c, 0, sizeof *c);
     snprintf(s->source, sizeof s->source, "%s", source);
@@ -90,13 +97,12 @@ void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
     s->s3.access_key = s->c.access_key;
     s->s3.secret_key = s->c.secret_key;
     s->s3.path_style = s->c.path_style;
-    static char sse_buf[8][320];
     if (s->c.sse == S3_SSE_AES256) {
         s->s3.sse = "AES256";
     } else if (s->c.sse == S3_SSE_KMS) {
         if (s->c.sse_kms_key_id) {
-            snprintf(sse_buf[s->index % 8], sizeof sse_buf[0], "aws:kms:%s", s->c.sse_kms_key_id);
-            s->s3.sse = sse_buf[s->index % 8];
+            snprintf(s->sse, sizeof s->sse, "aws:kms:%s", s->c.sse_kms_key_id);
+            s->s3.sse = s->sse;
         } else {
             s->s3.sse = "aws:kms";
         }
@@ -113,10 +119,18 @@ void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
     s->phase = SP_STARTING;
     s->bucket_state = -1;
     s->probe_backoff_ms = 1000;
+    if (inert_phase != SP_STARTING) {
+        s->inert = 1;
+        s->phase = inert_phase;
+        snprintf(s->error, sizeof s->error, "%s", why ? why : "");
+        buf_free(&b);
+        return s;
+    }
     char cerr[300];
     if (s3_config_check(&s->s3, cerr, sizeof cerr) < 0) {
         /* sinkcfg checked every field already; this is the client's own word on them */
         s->phase = SP_ERROR;
+        s->inert = 1;
         snprintf(s->error, sizeof s->error, "the S3 client refuses the settings: %s", cerr);
         log_error(S3_LOG, "%s", s->error);
     }
@@ -124,20 +138,55 @@ void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
     s3_sink_boot_line(&s->c, &n->k, &b);
     log_info(S3_LOG, "%s", buf_cstr(&b));
     buf_free(&b);
+    return s;
+}
+
+/* Puts a sink in the node's list with its tasks (under n->mu once the threads run). */
+static void sink_insert(s3_node *n, s3_sink *s)
+{
     n->sinks = xrealloc(n->sinks, (size_t)(n->nsinks + 1) * sizeof *n->sinks);
     n->sinks[n->nsinks++] = s;
-    if (!s->c.queues_all)
+    if (!s->inert && !s->c.queues_all)
         for (int i = 0; i < s->c.nqueues; i++)
             add_task(s, s->c.queues[i]);
+}
+
+static void sink_free(s3_sink *s)
+{
+    for (int i = 0; i < S3_MAX_WORKERS; i++)
+        s3_client_free(s->wclients[i]);
+    s3_client_free(s->keeper_s3);
+    s3_sink_config_free(&s->c);
+    free(s);
+}
+
+void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source)
+{
+    sink_insert(n, sink_make(n, c, source, SP_STARTING, NULL));
+}
+
+void s3_node_poke(s3_node *n)
+{
+    if (!n)
+        return;
+    atomic_store(&n->cp_poke, 1);
+    pthread_mutex_lock(&n->mu);
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+}
+
+int task_stopping(const s3_qtask *t)
+{
+    return atomic_load(&t->node->stopping) || atomic_load(&t->sink->retiring);
 }
 
 /* ---- shared helpers for qtask.c ---- */
 
 s3_client *worker_client(s3_worker *w, s3_sink *s)
 {
-    if (!w->clients[s->index])
-        w->clients[s->index] = s3_client_new(&s->s3, sink_observe_request, s);
-    return w->clients[s->index];
+    if (!s->wclients[w->id])
+        s->wclients[w->id] = s3_client_new(&s->s3, sink_observe_request, s);
+    return s->wclients[w->id];
 }
 
 void sink_observe_request(void *arg, const char *op, long status)
@@ -266,7 +315,7 @@ static void rebalance(s3_node *n, s3_sink *s)
     if (s->giving_back[0] && (!giving || giving->st.state == Q_HELD ||
                               (!giving->give_back && now - s->gave_back_at_ms > ttl)))
         s->giving_back[0] = '\0';
-    if (s->share > 0 && held > s->share && !atomic_load(&n->stopping)) {
+    if (s->share > 0 && held > s->share && !atomic_load(&n->stopping) && !atomic_load(&s->retiring)) {
         if (!s->over_share_since_ms) {
             s->over_share_since_ms = now;
         } else if (now - s->over_share_since_ms >= ttl && !s->giving_back[0] && least) {
@@ -378,7 +427,7 @@ static void *worker_main(void *arg)
                 continue;
             if (t->sink->bucket_state != 1) {
                 /* no queue starts before the bucket answered the probe */
-                if (stopping)
+                if (stopping || atomic_load(&t->sink->retiring))
                     t->finished = 1;
                 continue;
             }
@@ -403,16 +452,13 @@ static void *worker_main(void *arg)
         else
             pick->due_ms = mono_ms() + delay;
         /* a stop wakes tasks that sleep a long time */
-        if (atomic_load(&n->stopping) && pick->due_ms > mono_ms() + 100 && !pick->finished)
+        if (task_stopping(pick) && pick->due_ms > mono_ms() + 100 && !pick->finished)
             pick->due_ms = mono_ms() + 100;
         pthread_cond_broadcast(&n->cv);
     }
     n->workers_done++;
     pthread_cond_broadcast(&n->cv);
     pthread_mutex_unlock(&n->mu);
-    for (int i = 0; i < n->nsinks; i++)
-        s3_client_free(w->clients[i]);
-    free(w->clients);
     sinkdb_close(&w->db);
     free(w);
     return NULL;
@@ -506,6 +552,203 @@ out:
     buf_free(&prefix);
 }
 
+/* ---- the control plane's tenant sinks (keeper thread) ---- */
+
+static s3_sink *cp_sink_of(s3_node *n, const uint8_t tenant[16])
+{
+    for (int i = 0; i < n->nsinks; i++)
+        if (strcmp(n->sinks[i]->source, "cp") == 0 && memcmp(n->sinks[i]->c.tenant, tenant, 16) == 0)
+            return n->sinks[i];
+    return NULL;
+}
+
+static int row_wanted(const sinkdb_cp_row *row)
+{
+    return row->enabled && strcmp(row->effective, "suspended") != 0;
+}
+
+/* Stops a sink at run time: its tasks drain as at SIGTERM (a window in its commit sequence is
+ * finished, the one filling committed when worth it, every lease given back); the keeper frees
+ * it once every task is done (reap). */
+static void sink_retire(s3_node *n, s3_sink *s, const char *why)
+{
+    pthread_mutex_lock(&n->mu);
+    atomic_store(&s->retiring, 1);
+    uint64_t now = mono_ms();
+    for (int i = 0; i < n->ntasks; i++)
+        if (n->tasks[i]->sink == s && n->tasks[i]->due_ms > now)
+            n->tasks[i]->due_ms = now;
+    pthread_cond_broadcast(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (!s->inert)
+        log_info(S3_LOG, "tenant=%s sink=%s: stopping (%s): its queues drain and give their leases back",
+                 s->c.tenant_text, s->c.sink, why);
+}
+
+/* Frees every retiring sink whose tasks are all done. Returns how many. */
+static int reap(s3_node *n, sinkdb *db)
+{
+    int reaped = 0;
+    for (int i = 0; i < n->nsinks;) {
+        s3_sink *s = n->sinks[i];
+        if (!atomic_load(&s->retiring)) {
+            i++;
+            continue;
+        }
+        pthread_mutex_lock(&n->mu);
+        int done = 1;
+        for (int j = 0; j < n->ntasks && done; j++)
+            if (n->tasks[j]->sink == s && (!n->tasks[j]->finished || n->tasks[j]->running))
+                done = 0;
+        if (!done) {
+            pthread_mutex_unlock(&n->mu);
+            i++;
+            continue;
+        }
+        s3_qtask **gone = NULL;
+        int ngone = 0, w = 0;
+        for (int j = 0; j < n->ntasks; j++) {
+            if (n->tasks[j]->sink == s) {
+                gone = xrealloc(gone, (size_t)(ngone + 1) * sizeof *gone);
+                gone[ngone++] = n->tasks[j];
+            } else {
+                n->tasks[w++] = n->tasks[j];
+            }
+        }
+        n->ntasks = w;
+        memmove(&n->sinks[i], &n->sinks[i + 1], (size_t)(n->nsinks - i - 1) * sizeof *n->sinks);
+        n->nsinks--;
+        pthread_mutex_unlock(&n->mu);
+        if (!s->inert && !n->hard_stop)
+            presence(n, s, db, 1);
+        for (int j = 0; j < ngone; j++)
+            qtask_free(gone[j]);
+        free(gone);
+        if (!s->inert)
+            log_info(S3_LOG, "tenant=%s sink=%s: stopped", s->c.tenant_text, s->c.sink);
+        sink_free(s);
+        reaped++;
+    }
+    return reaped;
+}
+
+/* The sink a control-plane row asks for: running, or inert (stopped: disabled or suspended;
+ * error: the settings or the secret cannot be used on this node). */
+static s3_sink *cp_build(s3_node *n, const sinkdb_cp_row *row)
+{
+    int wanted = row_wanted(row);
+    s3_sink_doc doc;
+    s3_doc_refusal why;
+    char msg[1100] = "";
+    s3_sink *s;
+    if (s3_sink_doc_parse(row->config, strlen(row->config), row->tenant, 1, &doc, &why) < 0) {
+        s3_sink_config c;
+        memset(&c, 0, sizeof c);
+        memcpy(c.tenant, row->tenant, 16);
+        format_uuid_text(row->tenant, c.tenant_text);
+        c.sink = xstrdup(S3_DEFAULT_SINK);
+        c.endpoint = xstrdup("");
+        c.region = xstrdup("");
+        c.bucket = xstrdup("");
+        c.prefix = xstrdup("");
+        c.access_key = xstrdup("");
+        snprintf(msg, sizeof msg, "the stored settings are refused: %s", why.msg);
+        log_error(S3_LOG, "tenant=%s: %s; running none of its queues", c.tenant_text, msg);
+        s = sink_make(n, &c, "cp", SP_ERROR, msg);
+    } else if (!wanted) {
+        s = sink_make(n, &doc.cfg, "cp", SP_STOPPED,
+                      !row->enabled ? "the sink is disabled (enabled: false)" : "the cluster is suspended");
+        s3_sink_doc_free(&doc);
+    } else {
+        const seal_key *k = seal_node_key();
+        buf sealed, plain;
+        buf_init(&sealed, 0);
+        buf_init(&plain, 0);
+        if (!row->sealed) {
+            snprintf(msg, sizeof msg, "no secret key is stored for the tenant's sink");
+        } else if (b64_decode_buf(row->sealed, strlen(row->sealed), &sealed, 0) != 0) {
+            snprintf(msg, sizeof msg, "the stored secret key is not a sealed envelope");
+        } else {
+            enum seal_result r = seal_open(k, sealed.data, sealed.len, &plain);
+            if (r != SEAL_OK) {
+                char d[400];
+                seal_describe(k, sealed.data, sealed.len, r, d, sizeof d);
+                snprintf(msg, sizeof msg,
+                         "cannot open the tenant's S3 secret key: %s (every node needs the QUEEN_ENCRYPTION_KEY that "
+                         "sealed it)",
+                         d);
+            } else {
+                doc.cfg.secret_key = xstrndup(plain.data, plain.len);
+                memset(plain.data, 0, plain.len);
+            }
+        }
+        buf_free(&sealed);
+        buf_free(&plain);
+        if (msg[0])
+            log_error(S3_LOG, "tenant=%s: %s; running none of its queues", doc.cfg.tenant_text, msg);
+        s = sink_make(n, &doc.cfg, "cp", msg[0] ? SP_ERROR : SP_STARTING, msg);
+        s3_sink_doc_free(&doc);
+    }
+    s->cp_updated_us = row->updated_us;
+    s->cp_wanted = wanted;
+    return s;
+}
+
+/* Reads the control plane's rows and makes the node's tenant sinks match: one per row, rebuilt
+ * when its row was written (updated_at moved) or its cluster's status crossed suspended; a sink
+ * whose row is gone is stopped. A replacement starts once the sink it replaces is freed. */
+static void cp_read(s3_node *n, sinkdb *db)
+{
+    sinkdb_cp_row *rows;
+    int nr;
+    if (sinkdb_cp_sinks(db, &rows, &nr) < 0) {
+        /* status shows a sentence of its own (no answer carries PostgreSQL's text); the log
+         * has the database's */
+        const char *what = db->c ? "cannot read the control plane's sinks: the query failed (the node's log has the "
+                                   "details); the tenant sinks stay as they are"
+                                 : "cannot read the control plane's sinks: PostgreSQL is unreachable; the tenant sinks "
+                                   "stay as they are";
+        pthread_mutex_lock(&n->mu);
+        int repeat = strcmp(n->cp_error, what) == 0;
+        snprintf(n->cp_error, sizeof n->cp_error, "%s", what);
+        pthread_mutex_unlock(&n->mu);
+        if (!repeat)
+            log_warn(S3_LOG, "%s; the tenant sinks stay as they are", db->err);
+        return;
+    }
+    pthread_mutex_lock(&n->mu);
+    int had_error = n->cp_error[0] != '\0';
+    n->cp_error[0] = '\0';
+    pthread_mutex_unlock(&n->mu);
+    if (had_error)
+        log_info(S3_LOG, "the control plane's sinks are read again");
+    for (int i = 0; i < n->nsinks; i++) {
+        s3_sink *s = n->sinks[i];
+        if (strcmp(s->source, "cp") != 0 || atomic_load(&s->retiring))
+            continue;
+        const sinkdb_cp_row *row = NULL;
+        for (int r = 0; r < nr && !row; r++)
+            if (memcmp(rows[r].tenant, s->c.tenant, 16) == 0)
+                row = &rows[r];
+        if (!row)
+            sink_retire(n, s, "its control-plane row is gone");
+        else if (row->updated_us != s->cp_updated_us)
+            sink_retire(n, s, "its control-plane row was written: rebuilding it");
+        else if (row_wanted(row) != s->cp_wanted)
+            sink_retire(n, s, row_wanted(row) ? "its cluster may run it again" : "its cluster is suspended");
+    }
+    for (int r = 0; r < nr; r++) {
+        if (cp_sink_of(n, rows[r].tenant))
+            continue; /* running, or still draining before its replacement starts */
+        s3_sink *s = cp_build(n, &rows[r]);
+        pthread_mutex_lock(&n->mu);
+        sink_insert(n, s);
+        pthread_cond_broadcast(&n->cv);
+        pthread_mutex_unlock(&n->mu);
+    }
+    sinkdb_cp_rows_free(rows, nr);
+}
+
 static void *keeper_main(void *arg)
 {
     s3_node *n = arg;
@@ -517,8 +760,23 @@ static void *keeper_main(void *arg)
     for (;;) {
         uint64_t now = mono_ms();
         int stopping = atomic_load(&n->stopping);
+        if (n->control_plane && !stopping && !n->hard_stop) {
+            if (reap(n, &db) > 0)
+                atomic_store(&n->cp_poke, 1); /* a replacement may be waiting */
+            if (atomic_exchange(&n->cp_poke, 0) || now >= n->next_cp_ms) {
+                cp_read(n, &db);
+                n->next_cp_ms = now + S3_CP_READ_MS;
+            }
+        }
         for (int i = 0; i < n->nsinks && !n->hard_stop; i++) {
             s3_sink *s = n->sinks[i];
+            if (s->inert || atomic_load(&s->retiring)) {
+                if (s->inert)
+                    continue;
+                if (s->bucket_state == 1)
+                    rebalance(n, s);
+                continue;
+            }
             pthread_mutex_lock(&n->mu);
             int state = s->bucket_state;
             pthread_mutex_unlock(&n->mu);
@@ -563,7 +821,8 @@ static void *keeper_main(void *arg)
     }
     if (!n->hard_stop)
         for (int i = 0; i < n->nsinks; i++)
-            presence(n, n->sinks[i], &db, 1);
+            if (!n->sinks[i]->inert)
+                presence(n, n->sinks[i], &db, 1);
     for (int i = 0; i < n->nsinks; i++) {
         s3_client_free(n->sinks[i]->keeper_s3);
         n->sinks[i]->keeper_s3 = NULL;
@@ -598,11 +857,9 @@ int s3_node_start(s3_node *n)
         w->node = n;
         w->id = i;
         sinkdb_init(&w->db, n->o.conninfo, n->o.statement_timeout_ms, n->o.connect_timeout_ms);
-        w->clients = xcalloc((size_t)(n->nsinks ? n->nsinks : 1), sizeof *w->clients);
         if (pthread_create(&n->workers[i], NULL, worker_main, w) != 0) {
             log_error(S3_LOG, "cannot start a queen-s3 thread: %s", strerror(errno));
             sinkdb_close(&w->db);
-            free(w->clients);
             free(w);
             break;
         }
@@ -663,10 +920,8 @@ void s3_node_free(s3_node *n)
     for (int i = 0; i < n->ntasks; i++)
         qtask_free(n->tasks[i]);
     free(n->tasks);
-    for (int i = 0; i < n->nsinks; i++) {
-        s3_sink_config_free(&n->sinks[i]->c);
-        free(n->sinks[i]);
-    }
+    for (int i = 0; i < n->nsinks; i++)
+        sink_free(n->sinks[i]);
     free(n->sinks);
     s3_node_knobs_free(&n->k);
     pthread_cond_destroy(&n->cv);
@@ -873,7 +1128,12 @@ void s3_node_status_json(s3_node *n, buf *out, const uint8_t *tenant)
     jw_cstr(out, phase);
     buf_printf(out, ",\"threads\":%d,\"instance\":", n->nworkers + (n->keeper_started ? 1 : 0));
     jw_cstr(out, n->k.instance);
-    buf_printf(out, ",\"controlPlaneError\":null,\"memory\":{\"bufferedBytes\":%llu,\"limitBytes\":%llu}",
+    buf_puts(out, ",\"controlPlaneError\":");
+    if (n->cp_error[0])
+        jw_cstr(out, n->cp_error);
+    else
+        buf_puts(out, "null");
+    buf_printf(out, ",\"memory\":{\"bufferedBytes\":%llu,\"limitBytes\":%llu}",
                (unsigned long long)atomic_load(&n->buffered_total), (unsigned long long)((uint64_t)n->k.memory_mb << 20));
     buf_printf(out, ",\"reads\":{\"limit\":%lld,\"inFlight\":%d,\"peak\":%d,\"waited\":%llu},\"sinks\":[",
                (long long)n->k.fetch_concurrency, n->reads_in_flight, n->reads_peak, (unsigned long long)n->reads_waited);
@@ -1001,7 +1261,7 @@ void s3_node_metrics(s3_node *n, buf *out)
     metric_help(out, "queen_s3_queues_given_back_total", "counter", "queues this node gave back to rebalance");
     for (int i = 0; i < n->nsinks; i++) {
         const char *tl = n->sinks[i]->tenant_label;
-        metric_u64(out, "queen_s3_queues_given_back_total", tl[0] ? tl + 1 : "", mc_get(&n->given_back));
+        metric_u64(out, "queen_s3_queues_given_back_total", tl[0] ? tl + 1 : "", mc_get(&n->sinks[i]->given_back));
     }
     buf_free(&l);
     pthread_mutex_unlock(&n->mu);

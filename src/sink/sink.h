@@ -9,6 +9,10 @@
  * libuv loop, and the loop reads the sink only through the status and metrics renderers,
  * which take the sink's lock for a copy.
  *
+ * With opts.control_plane the keeper also runs the control plane's tenant sinks, read from
+ * their rows every five seconds (or at once after s3_node_poke) and added, rebuilt and stopped
+ * at run time (docs/s3-sink.md, "Sinks at run time").
+ *
  * Lifecycle: s3_node_new (nothing runs), s3_node_add_sink per sink (takes the config),
  * s3_node_start (threads start; the bucket is probed before any queue starts),
  * s3_node_stop at SIGTERM (the drain of "Stopping": every queue stops reading, finishes a
@@ -30,12 +34,16 @@ typedef struct s3_node_opts {
     int64_t statement_timeout_ms;
     int64_t connect_timeout_ms;
     const char *node_id;
+    int control_plane;          /* run the control plane's tenant sinks (the embedded proxy is on) */
 } s3_node_opts;
 
 /* knobs is taken over (freed by s3_node_free). */
 s3_node *s3_node_new(const s3_node_opts *o, s3_node_knobs *knobs);
 /* Adds a sink; the config is taken over. Logs its start line. Before s3_node_start only. */
 void s3_node_add_sink(s3_node *n, s3_sink_config *c, const char *source);
+/* Asks the keeper to read the control plane's tenant sinks now (a control-plane write on this
+ * node). Any thread; n may be NULL. */
+void s3_node_poke(s3_node *n);
 /* Starts the threads. 0, or -1 (a thread could not be created; logged). */
 int s3_node_start(s3_node *n);
 /* Begins the drain (idempotent). */

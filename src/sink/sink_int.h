@@ -5,6 +5,9 @@
  * Ownership and locks:
  *  - s3_node owns its sinks and every task; node->mu guards the task list, every task's
  *    scheduling fields and status snapshot (t->st), and each sink's reported fields.
+ *  - Sinks change at run time only on the keeper thread (the control plane's tenant sinks:
+ *    added, retired, freed once every task of theirs is finished and none runs); every change of
+ *    n->sinks / n->tasks is made under node->mu, so the keeper alone may read them without it.
  *  - A task runs on one worker at a time (t->running, under node->mu); everything in the
  *    "private" part of s3_qtask is touched only by the worker running it, without a lock.
  *  - t->lease_mu serialises every write of the task's lease row: the worker's fenced batches
@@ -56,6 +59,8 @@
 /* The health verdict: red past three windows, thirty seconds at the least (spec). */
 #define S3_STALE_WINDOWS 3
 #define S3_MIN_STALE_MS 30000
+/* How often every node reads the control plane's tenant sinks again (spec: five seconds). */
+#define S3_CP_READ_MS 5000
 
 enum qstate {
     Q_CLAIMING = 0,
@@ -90,9 +95,21 @@ typedef struct s3_req_slot {
 
 struct s3_sink {
     s3_node *node;
-    int index;
     s3_sink_config c;
     char source[8];           /* "env" or "cp" */
+    /* a control-plane sink: the row's updated_at it was built from, and whether the row wants it
+     * running (enabled, cluster active or push_blocked) */
+    int64_t cp_updated_us;
+    int cp_wanted;
+    /* runs no queue, probes nothing, writes no presence row: a stopped control-plane row, or
+     * one whose secret this node cannot open (phase error) */
+    int inert;
+    /* being stopped at run time: every task drains as at SIGTERM, then the keeper frees the
+     * sink (set under node->mu, read by the workers) */
+    atomic_int retiring;
+    char sse[320];            /* "aws:kms:<key id>" when one is given */
+    s3_client *wclients[S3_MAX_WORKERS]; /* each worker's client for this sink, made on first use */
+    mcounter given_back;
     s3_config s3;             /* strings borrowed from c */
     char tenant_label[64];    /* ",tenant=\"<id>\"" for every tenant but the default one, else "" */
     char writer[64];          /* "queen-s3/2.0.0 jsonl+zstd" */
@@ -251,15 +268,19 @@ struct s3_node {
     int keeper_done;
     int started;
     _Atomic uint64_t buffered_total;
-    mcounter given_back;
+    /* the control plane's tenant sinks (opts.control_plane): the keeper reads the rows every
+     * S3_CP_READ_MS, or at once when poked (a control-plane write on this node, a sink freed) */
+    int control_plane;
+    atomic_int cp_poke;
+    uint64_t next_cp_ms;      /* keeper-private */
+    char cp_error[512];       /* the last failed read of the rows, "" after one that worked; under mu */
 };
 
-/* One worker's connections. */
+/* One worker's connection (its S3 clients live in each sink's wclients[id]). */
 typedef struct s3_worker {
     s3_node *node;
     int id;
     sinkdb db;
-    s3_client **clients; /* one per sink, made on first use */
 } s3_worker;
 
 /* qtask.c */
@@ -271,6 +292,8 @@ uint64_t qtask_step(s3_qtask *t, s3_worker *w);
 void qtask_refresh_lease(s3_qtask *t, sinkdb *db);
 
 /* sink.c, for qtask.c */
+/* The node stops (SIGTERM), or the task's sink is being stopped at run time: drain. */
+int task_stopping(const s3_qtask *t);
 s3_client *worker_client(s3_worker *w, s3_sink *s);
 void sink_status_update(s3_qtask *t); /* copies the task's private state into t->st */
 void sink_set_error(s3_qtask *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

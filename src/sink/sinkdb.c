@@ -319,3 +319,43 @@ int sinkdb_kv_count(sinkdb *d, const uint8_t tenant[16], const char *ns, const c
     PQclear(r);
     return 0;
 }
+
+int sinkdb_cp_sinks(sinkdb *d, sinkdb_cp_row **rows, int *n)
+{
+    *rows = NULL;
+    *n = 0;
+    PGresult *r = run(d, "reading the control plane's sinks", "SELECT * FROM queen.cp_s3_sinks_v1()", 0, NULL, NULL,
+                      NULL);
+    if (!r)
+        return -1;
+    int cnt = PQntuples(r);
+    sinkdb_cp_row *out = xcalloc((size_t)cnt + 1, sizeof *out);
+    for (int i = 0; i < cnt; i++) {
+        sinkdb_cp_row *o = &out[i];
+        snprintf(o->cluster, sizeof o->cluster, "%.*s", PQgetlength(r, i, CPK_CLUSTER), PQgetvalue(r, i, CPK_CLUSTER));
+        if (PQgetlength(r, i, CPK_TENANT) == 16)
+            memcpy(o->tenant, PQgetvalue(r, i, CPK_TENANT), 16);
+        o->enabled = !PQgetisnull(r, i, CPK_ENABLED) && PQgetvalue(r, i, CPK_ENABLED)[0] != 0;
+        o->config = xstrndup(PQgetvalue(r, i, CPK_CONFIG), (size_t)PQgetlength(r, i, CPK_CONFIG));
+        if (!PQgetisnull(r, i, CPK_SEALED))
+            o->sealed = xstrndup(PQgetvalue(r, i, CPK_SEALED), (size_t)PQgetlength(r, i, CPK_SEALED));
+        snprintf(o->effective, sizeof o->effective, "%.*s", PQgetlength(r, i, CPK_EFFECTIVE),
+                 PQgetvalue(r, i, CPK_EFFECTIVE));
+        o->updated_us = col_i64(r, i, CPK_UPDATED);
+    }
+    PQclear(r);
+    *rows = out;
+    *n = cnt;
+    return 0;
+}
+
+void sinkdb_cp_rows_free(sinkdb_cp_row *rows, int n)
+{
+    if (!rows)
+        return;
+    for (int i = 0; i < n; i++) {
+        free(rows[i].config);
+        free(rows[i].sealed);
+    }
+    free(rows);
+}

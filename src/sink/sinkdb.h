@@ -90,4 +90,19 @@ int sinkdb_kv(sinkdb *d, const uint8_t tenant[16], const kv_op *ops, int n, kv_o
 /* Live keys of a namespace under a prefix: how many (values unread). 0 or -1. */
 int sinkdb_kv_count(sinkdb *d, const uint8_t tenant[16], const char *ns, const char *prefix, int64_t *count);
 
+/* One control-plane tenant sink row (cp_s3_sinks_v1). Strings owned. */
+typedef struct sinkdb_cp_row {
+    char cluster[64];
+    uint8_t tenant[16];
+    int enabled;
+    char *config;          /* the settings' canonical JSON */
+    char *sealed;          /* base64 of the sealed secret, NULL when none is stored */
+    char effective[16];    /* active, push_blocked or suspended */
+    int64_t updated_us;
+} sinkdb_cp_row;
+
+/* Every control-plane tenant sink (*rows heap array). 0 or -1 (d->err). */
+int sinkdb_cp_sinks(sinkdb *d, sinkdb_cp_row **rows, int *n);
+void sinkdb_cp_rows_free(sinkdb_cp_row *rows, int n);
+
 #endif

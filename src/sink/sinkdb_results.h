@@ -49,4 +49,15 @@ enum sink_slice_kind {
 enum sink_positions_col { SINK_POSITIONS_V1_COLUMNS(DB_COL_ENUM) SINK_POSITIONS_NCOLS };
 enum sink_positions_at_col { SINK_POSITIONS_AT_V1_COLUMNS(DB_COL_ENUM) SINK_POSITIONS_AT_NCOLS };
 
+/* queen.cp_s3_sinks_v1: every control-plane tenant sink (the keeper's five-second read) */
+#define CP_S3_SINKS_V1_COLUMNS(X)                                                                              \
+    X(CPK_CLUSTER, cluster, text)                                                                              \
+    X(CPK_TENANT, tenant_id, uuid)                                                                             \
+    X(CPK_ENABLED, enabled, bool)                                                                              \
+    X(CPK_CONFIG, config, text)                                                                                \
+    X(CPK_SEALED, sealed, text)                                                                                \
+    X(CPK_EFFECTIVE, effective_status, text)                                                                   \
+    X(CPK_UPDATED, updated_at_us, int8)
+enum cp_s3_sinks_col { CP_S3_SINKS_V1_COLUMNS(DB_COL_ENUM) CPK_NCOLS };
+
 #endif

@@ -57,7 +57,7 @@ enum ssg_col { STREAMS_STATE_GET_V1_COLUMNS(DB_COL_ENUM) SSG_NCOLS };
     X(SSR_STATE_ROWS, state_rows, int8)
 enum ssr_col { STREAMS_STATE_ROWS_V1_COLUMNS(DB_COL_ENUM) SSR_NCOLS };
 
-/* queen.streams_cycle_v1: push_v1's rows (kinds 0..2, same columns) and one summary row */
+/* queen.streams_cycle_v2 (and v1, which has no kind 7): push_v1's rows (kinds 0..2, same columns) and one summary row */
 #define STREAMS_CYCLE_V1_COLUMNS(X)                                                                            \
     X(SCY_KIND, kind, int4)                                                                                    \
     X(SCY_IDX, idx, int4)                                                                                      \
@@ -73,9 +73,12 @@ enum scy_col { STREAMS_CYCLE_V1_COLUMNS(DB_COL_ENUM) SCY_NCOLS };
  * partition_id = the client's count (NULL without), queue_id = the source partition's id,
  * qname = the source queue (NULL when the partition is unknown) */
 #define SCY_ROW_SUMMARY 5
+/* a flush replayed with its windows open again (step 0): per delete, idx = the op's index
+ * (1-based), off = the row's created_us (-1 when absent); nothing was written */
+#define SCY_ROW_INCARNATION 7
 enum scy_flag { SCY_LEASE_RELEASED = 1, SCY_DLQ = 2, SCY_COUNT_DIFFERS = 4, SCY_REPLAY = 8 };
 
-/* queen.streams_cycles_v1: streams_cycle_v1's rows tagged with the element, and per failed
+/* queen.streams_cycles_v2 (and v1): streams_cycle_v2's rows tagged with the element, and per failed
  * element one row of kind SCY_ROW_FAILED (qname = the message, errstate = the SQLSTATE) */
 #define STREAMS_CYCLES_V1_COLUMNS(X)                                                                           \
     X(SCB_KIND, kind, int4)                                                                                    \

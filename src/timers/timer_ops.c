@@ -36,19 +36,15 @@ static const char *const SERVER_OWNED[] = {
     "claimToken",  "claim_token",  "claimedUntil", "claimed_until",
 };
 
-static int refuse(timer_refusal *why, const char *code, const char *reason, const char *fmt, ...)
+static qerr refuse(qerr_detail *why, const char *code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static int refuse(timer_refusal *why, const char *code, const char *reason, const char *fmt, ...)
+static qerr refuse(qerr_detail *why, const char *code, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    why->status = 400;
-    why->code = code;
-    why->reason = reason;
-    why->index = -1;
-    vsnprintf(why->detail, sizeof why->detail, fmt, ap);
+    qerr e = qerr_setv(why, QERR_BAD_INPUT, code, reason, fmt, ap);
     va_end(ap);
-    return -1;
+    return e;
 }
 
 /* A string member: 1 present (into *out), 0 absent or null, -1 not a string or holding a NUL. */
@@ -86,7 +82,7 @@ static int underscored(const json_doc *d, int k)
     return r;
 }
 
-static int check_fields(const json_doc *d, int obj, int kind, const char *at, timer_refusal *why)
+static qerr check_fields(const json_doc *d, int obj, int kind, const char *at, qerr_detail *why)
 {
     size_t allowed = kind == TIMER_OP_CANCEL ? CANCEL_FIELDS : ARRAY_LEN(OP_FIELDS);
     uint32_t cnt = d->toks[obj].count;
@@ -123,7 +119,7 @@ static int check_fields(const json_doc *d, int obj, int kind, const char *at, ti
                           at, name);
         }
     }
-    return 0;
+    return QERR_OK;
 }
 
 static int name_ok(const char *s, size_t n, size_t max)
@@ -131,7 +127,7 @@ static int name_ok(const char *s, size_t n, size_t max)
     return n > 0 && n <= max && !memchr(s, '\0', n);
 }
 
-static int check_names(timer_op *op, const char *at, timer_refusal *why)
+static qerr check_names(timer_op *op, const char *at, qerr_detail *why)
 {
     if (!name_ok(op->queue, op->queue_len, TIMER_NAME_MAX_BYTES))
         return refuse(why, "timer_invalid_name", "queue_invalid", "%s: queue must be 1 to %d bytes without NUL characters", at,
@@ -142,13 +138,13 @@ static int check_names(timer_op *op, const char *at, timer_refusal *why)
     if (op->txn && !name_ok(op->txn, op->txn_len, TIMER_TXN_MAX_BYTES))
         return refuse(why, "timer_invalid_name", "txn_invalid", "%s: txn must be 1 to %d bytes without NUL characters", at,
                       TIMER_TXN_MAX_BYTES);
-    return 0;
+    return QERR_OK;
 }
 
 /* The payload as stored: base64 decoded, a zstd frame decompressed when zstd, and checked
  * to be one JSON text. */
-static int decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_op *op, const char *at,
-                          timer_refusal *why)
+static qerr decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_op *op, const char *at,
+                           qerr_detail *why)
 {
     if (t < 0 || json_type_of(d, t) == JSON_NULL)
         return refuse(why, "timer_invalid_payload", "missing", "%s: payload is required (base64 of the message's JSON text)", at);
@@ -204,15 +200,15 @@ static int decode_payload(const json_doc *d, int t, int zstd, arena *ar, timer_o
         refuse(why, "timer_invalid_payload", "not_json", "%s: payload must be one JSON text (the message delivered): %s", at,
                jlen == 0 ? "it is empty" : jd.err);
         json_doc_free(&jd);
-        return -1;
+        return QERR_BAD_INPUT;
     }
     json_doc_free(&jd);
     op->payload = json;
     op->payload_len = jlen;
-    return 0;
+    return QERR_OK;
 }
 
-static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const char *at, timer_refusal *why)
+static qerr parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const char *at, qerr_detail *why)
 {
     memset(op, 0, sizeof *op);
     if (json_type_of(d, obj) != JSON_OBJECT)
@@ -228,8 +224,8 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
         op->kind = TIMER_OP_CANCEL;
     else
         return refuse(why, "timer_invalid_op", "op_unknown", "%s: op must be \"schedule\", \"reschedule\" or \"cancel\"", at);
-    if (check_fields(d, obj, op->kind, at, why) < 0)
-        return -1;
+    if (check_fields(d, obj, op->kind, at, why) != QERR_OK)
+        return QERR_BAD_INPUT;
     if (str_member(d, obj, "queue", ar, &op->queue, &op->queue_len) != 1)
         return refuse(why, "timer_invalid_name", "queue_missing", "%s: queue is required (a string)", at);
     if (str_member(d, obj, "timerKey", ar, &op->key, &op->key_len) != 1)
@@ -239,10 +235,10 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
         return refuse(why, "timer_invalid_name", "txn_invalid", "%s: txn must be a string", at);
     if (rc == 0 || op->txn_len == 0)
         op->txn = NULL; /* "" as absent: the broker makes one (as push does) */
-    if (check_names(op, at, why) < 0)
-        return -1;
+    if (check_names(op, at, why) != QERR_OK)
+        return QERR_BAD_INPUT;
     if (op->kind == TIMER_OP_CANCEL)
-        return 0;
+        return QERR_OK;
 
     rc = str_member(d, obj, "partition", ar, &op->partition, &op->partition_len);
     if (rc < 0)
@@ -272,8 +268,8 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
             return refuse(why, "timer_invalid_payload", "zstd_invalid", "%s: payloadZstd must be true or false", at);
         zstd = json_type_of(d, zt) == JSON_TRUE;
     }
-    if (decode_payload(d, json_get(d, obj, "payload"), zstd, ar, op, at, why) < 0)
-        return -1;
+    if (decode_payload(d, json_get(d, obj, "payload"), zstd, ar, op, at, why) != QERR_OK)
+        return QERR_BAD_INPUT;
     if (!op->txn) {
         uuid u;
         uuid_v7(&u);
@@ -283,11 +279,11 @@ static int parse_op(const json_doc *d, int obj, arena *ar, timer_op *op, const c
         op->txn_len = UUID_STR_LEN;
     }
     uuid_v7(&op->id);
-    return 0;
+    return QERR_OK;
 }
 
-int timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, timer_op **ops, int *n,
-                    timer_refusal *why)
+qerr timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, timer_op **ops, int *n,
+                     qerr_detail *why)
 {
     if (json_type_of(d, arr) != JSON_ARRAY)
         return refuse(why, "timer_invalid_body", "not_array", "%s must be an array of timer ops", what);
@@ -300,17 +296,15 @@ int timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, tim
     for (uint32_t i = 0; i < m; i++, t = json_next(d, t)) {
         char at[64];
         snprintf(at, sizeof at, "%s[%u]", what, i);
-        if (parse_op(d, t, ar, &out[i], at, why) < 0) {
-            why->index = (int)i;
-            return -1;
-        }
+        if (parse_op(d, t, ar, &out[i], at, why) != QERR_OK)
+            return qerr_at(why, QERR_BAD_INPUT, (int)i);
     }
     *ops = out;
     *n = (int)m;
-    return 0;
+    return QERR_OK;
 }
 
-int timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, timer_refusal *why)
+qerr timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, qerr_detail *why)
 {
     int arr = json_type_of(d, 0) == JSON_OBJECT ? json_get(d, 0, "operations") : -1;
     if (arr < 0 || d->toks[0].count != 1)
@@ -320,8 +314,8 @@ int timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, t
     return timer_ops_parse(d, arr, "operations", ar, ops, n, why);
 }
 
-int timer_cancel_op(const char *queue, size_t queue_len, const char *key, size_t key_len, const char *txn,
-                    size_t txn_len, timer_op *op, timer_refusal *why)
+qerr timer_cancel_op(const char *queue, size_t queue_len, const char *key, size_t key_len, const char *txn,
+                     size_t txn_len, timer_op *op, qerr_detail *why)
 {
     memset(op, 0, sizeof *op);
     op->kind = TIMER_OP_CANCEL;

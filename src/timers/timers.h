@@ -23,6 +23,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/qerr.h"
 #include "core/uuid.h"
 #include "db/pgarray.h"
 #include "json/json.h"
@@ -85,29 +86,23 @@ typedef struct timer_op {
     int seal;                /* set by the caller: seal the payload under the node's key */
 } timer_op;
 
-/* A refused op or body (docs/http-api.md, "Timers"): HTTP status (400), the stable code a
- * client branches on (timer_invalid_payload, ...), the finer stable reason (not_base64, ...),
- * the op at fault (from 0; -1 for the body) and the sentence. Static strings. */
-typedef struct timer_refusal {
-    int status;
-    const char *code;
-    const char *reason;
-    int index;
-    char detail[400];
-} timer_refusal;
+/* A refused op or body (docs/http-api.md, "Timers") is QERR_BAD_INPUT (core/qerr.h) with the
+ * detail's code the stable code a client branches on (timer_invalid_payload, ...), its reason
+ * the finer stable name (not_base64, ...), its index the op at fault (from 0; -1 for the body)
+ * and the sentence; http_respond_qerr_refusal answers it. */
 
 /* Parses an array of op objects (a request's operations, the transaction's timers rider)
  * into *ops (arena).
- * `what` names the array in refusals ("operations", "timers": "timers[2]: ..."). Returns 0,
- * or -1 with *why filled. */
-int timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, timer_op **ops, int *n,
-                    timer_refusal *why);
+ * `what` names the array in refusals ("operations", "timers": "timers[2]: ..."). Returns
+ * QERR_OK, or QERR_BAD_INPUT with *why filled. */
+qerr timer_ops_parse(const json_doc *d, int arr, const char *what, arena *ar, timer_op **ops, int *n,
+                     qerr_detail *why);
 /* The body of POST /api/v1/timers: {"operations": [op, ...]} and nothing else. */
-int timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, timer_refusal *why);
+qerr timer_ops_parse_body(const json_doc *d, arena *ar, timer_op **ops, int *n, qerr_detail *why);
 /* A cancel op from the path route's parts (decoded by the router: UTF-8 without NUL);
- * txn may be NULL. -1 with *why when a part is out of bounds. */
-int timer_cancel_op(const char *queue, size_t queue_len, const char *key, size_t key_len, const char *txn,
-                    size_t txn_len, timer_op *op, timer_refusal *why);
+ * txn may be NULL. QERR_BAD_INPUT with *why when a part is out of bounds. */
+qerr timer_cancel_op(const char *queue, size_t queue_len, const char *key, size_t key_len, const char *txn,
+                     size_t txn_len, timer_op *op, qerr_detail *why);
 
 /* Appends the op's encoded record (src/storage/record.h, no segment version byte), its
  * payload sealed under the node's key when op->seal. -1 when sealing fails (no key). */

@@ -42,13 +42,14 @@ static int g_ready;
 static void setup(void)
 {
     char err[1024];
+    qerr_detail det;
     g_env = (const char *const[]){"JWT_ENABLED", "true", "JWT_SECRET", "fuzz-secret-fuzz-secret-fuzz-secret", NULL};
-    if (auth_config_load(&g_hs, env_get, err, sizeof err) < 0)
+    if (auth_config_load(&g_hs, env_get, &det) != QERR_OK)
         abort();
     g_env = (const char *const[]){"JWT_ENABLED", "true", "JWT_SECRET", "s", "JWT_ISSUER", "iss", "JWT_AUDIENCE", "aud",
                                   "JWT_ROLES_CLAIM", "r", "JWT_ROLES_ARRAY_CLAIM", "rs", "JWT_TENANT_CLAIM", "t",
                                   "JWT_CLOCK_SKEW", "0", NULL};
-    if (auth_config_load(&g_claims, env_get, err, sizeof err) < 0)
+    if (auth_config_load(&g_claims, env_get, &det) != QERR_OK)
         abort();
     EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
     BIO *b = BIO_new(BIO_s_mem());
@@ -58,7 +59,7 @@ static void setup(void)
     if (auth_key_from_pem(pem, (size_t)n, &g_ed, err, sizeof err) < 0)
         abort();
     g_env = (const char *const[]){"JWT_ENABLED", "true", "JWT_ALGORITHM", "auto", "JWT_SECRET", "s", NULL};
-    if (auth_config_load(&g_auto, env_get, err, sizeof err) < 0)
+    if (auth_config_load(&g_auto, env_get, &det) != QERR_OK)
         abort();
     BIO_free(b);
     EVP_PKEY_free(k);

@@ -145,16 +145,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     queen_config c;
-    char err[1024];
-    memset(err, 0, sizeof err);
-    int r = config_load(&c, fuzz_getenv, err, sizeof err);
+    qerr_detail det;
+    memset(&det, 0, sizeof det);
+    char *err = det.text;
+    int r = config_load(&c, fuzz_getenv, &det) == QERR_OK ? 0 : -1;
     if (r != 0) {
         CHECK(r == -1);
         if (strncmp(err, "ERROR boot: FATAL: ", 19) != 0) {
             fprintf(stderr, "fuzz_config: bad error line [%s]\n", err);
             abort();
         }
-        CHECK(strlen(err) < sizeof err);
+        CHECK(strlen(err) < sizeof det.text);
         /* the encryption key is never shown: only its length */
         static const char kline[] = "ERROR boot: FATAL: queen: QUEEN_ENCRYPTION_KEY=";
         if (strncmp(err, kline, sizeof kline - 1) == 0)

@@ -32,20 +32,19 @@ static int valid_json(const char *p, size_t n)
 }
 
 /* Parses with a token depth; returns -2 when the text is not a JSON object, else the result of
- * kv_parse_batch (ops in the arena). */
-static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, kv_op **ops, int *n, char *err,
-                      size_t errlen)
+ * kv_parse_batch (QERR_OK or QERR_BAD_INPUT; ops in the arena). */
+static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, kv_op **ops, int *n, qerr_detail *err)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
     json_opts jo = {.token_depth = depth};
     int r = -2;
     if (json_parse(&d, src, len, &jo) == 0 && json_type_of(&d, 0) == JSON_OBJECT) {
-        err[0] = '\0';
-        r = kv_parse_batch(&d, ar, ops, n, err, errlen);
-        CHECK(r == 0 || r == -1);
-        if (r < 0)
-            CHECK(err[0] != '\0' && strlen(err) < errlen);
+        memset(err, 0, sizeof *err);
+        r = (int)kv_parse_batch(&d, ar, ops, n, err);
+        CHECK(r == QERR_OK || r == QERR_BAD_INPUT);
+        if (r == QERR_BAD_INPUT)
+            CHECK(err->text[0] != '\0' && strlen(err->text) < sizeof err->text);
     }
     json_doc_free(&d);
     return r;
@@ -59,18 +58,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     arena_init(&a2);
     kv_op *o1 = NULL, *o2 = NULL;
     int n1 = 0, n2 = 0;
-    char e1[600], e2[600];
-    int r1 = parse_with(src, size, 3, &a1, &o1, &n1, e1, sizeof e1);
-    int r2 = parse_with(src, size, 0, &a2, &o2, &n2, e2, sizeof e2);
+    qerr_detail e1, e2;
+    int r1 = parse_with(src, size, 3, &a1, &o1, &n1, &e1);
+    int r2 = parse_with(src, size, 0, &a2, &o2, &n2, &e2);
     CHECK(r1 == r2);
-    if (r1 == -1)
-        CHECK(strcmp(e1, e2) == 0);
-    if (r1 == 0) {
+    if (r1 == QERR_BAD_INPUT)
+        CHECK(strcmp(e1.text, e2.text) == 0);
+    if (r1 == QERR_OK) {
         CHECK(n1 == n2 && n1 >= 1 && n1 <= KV_BATCH_MAX_OPS);
         for (int i = 0; i < n1; i++) {
             kv_op *o = &o1[i];
-            char err[300];
-            CHECK(kv_check_op(o, err, sizeof err) == 0);
+            qerr_detail err;
+            CHECK(kv_check_op(o, &err) == QERR_OK);
             CHECK(o->kind == o2[i].kind && o->expect == o2[i].expect && o->version == o2[i].version);
             CHECK(o->ns_len == o2[i].ns_len && memcmp(o->ns, o2[i].ns, o->ns_len) == 0);
             CHECK(o->key_len == o2[i].key_len && memcmp(o->key, o2[i].key, o->key_len) == 0);

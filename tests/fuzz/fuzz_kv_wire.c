@@ -38,8 +38,8 @@ static int name_ok(const char *s, size_t n, size_t max)
     return s && n >= 1 && n <= max && !memchr(s, '\0', n);
 }
 
-/* -2: not JSON; else kvw_parse_body's result */
-static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, kvw_op **ops, int *n, kvw_refusal *why)
+/* -2: not JSON; else kvw_parse_body's result (QERR_OK or QERR_BAD_INPUT) */
+static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, kvw_op **ops, int *n, qerr_detail *why)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
@@ -47,8 +47,8 @@ static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, kv
     int r = -2;
     if (json_parse(&d, src, len, &jo) == 0) {
         memset(why, 0, sizeof *why);
-        r = kvw_parse_body(&d, ar, ops, n, why);
-        CHECK(r == 0 || r == -1);
+        r = (int)kvw_parse_body(&d, ar, ops, n, why);
+        CHECK(r == QERR_OK || r == QERR_BAD_INPUT);
     }
     json_doc_free(&d);
     return r;
@@ -62,17 +62,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     arena_init(&a2);
     kvw_op *o1 = NULL, *o2 = NULL;
     int n1 = 0, n2 = 0;
-    kvw_refusal w1, w2;
+    qerr_detail w1, w2;
     int r1 = parse_with(src, size, 4, &a1, &o1, &n1, &w1);
     int r2 = parse_with(src, size, 0, &a2, &o2, &n2, &w2);
     CHECK(r1 == r2);
-    if (r1 == -1) {
-        CHECK(w1.code && w1.reason && w1.detail[0] && w1.status == 400);
+    if (r1 == QERR_BAD_INPUT) {
+        CHECK(w1.code && w1.reason && w1.text[0]);
         CHECK(strcmp(w1.code, w2.code) == 0 && strcmp(w1.reason, w2.reason) == 0 && w1.index == w2.index);
-        CHECK(strcmp(w1.detail, w2.detail) == 0);
+        CHECK(strcmp(w1.text, w2.text) == 0);
         CHECK(w1.index >= -1 && w1.index < KV_BATCH_MAX_OPS);
     }
-    if (r1 == 0) {
+    if (r1 == QERR_OK) {
         CHECK(n1 == n2 && n1 >= 0 && n1 <= KV_BATCH_MAX_OPS);
         for (int i = 0; i < n1; i++) {
             const kvw_op *o = &o1[i];

@@ -40,11 +40,9 @@ static void init(void)
 {
     if (g_init)
         return;
-    char err[200];
-    CHECK(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &g_k1, err,
-                         sizeof err) == 0);
-    CHECK(seal_key_parse("ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100", &g_k2, err,
-                         sizeof err) == 0);
+    qerr_detail err;
+    CHECK(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &g_k1, &err) == QERR_OK);
+    CHECK(seal_key_parse("ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100", &g_k2, &err) == QERR_OK);
     g_init = 1;
 }
 
@@ -127,14 +125,14 @@ static void parse_key(const uint8_t *in, size_t n)
     memcpy(text, in, n);
     text[n] = '\0'; /* getenv gives a C string: an embedded NUL ends it */
     seal_key k;
-    char err[300];
-    memset(err, 0, sizeof err);
-    if (seal_key_parse(text, &k, err, sizeof err) == 0) {
+    qerr_detail err;
+    memset(&err, 0, sizeof err);
+    if (seal_key_parse(text, &k, &err) == QERR_OK) {
         char hex[65];
         for (int i = 0; i < 32; i++)
             snprintf(hex + 2 * i, 3, "%02x", k.key[i]);
         seal_key again;
-        CHECK(seal_key_parse(hex, &again, err, sizeof err) == 0);
+        CHECK(seal_key_parse(hex, &again, &err) == QERR_OK);
         CHECK(memcmp(again.key, k.key, 32) == 0 && memcmp(again.fingerprint, k.fingerprint, 4) == 0);
     } else {
         /* the length of the text without surrounding blanks, and nothing of the text itself */
@@ -146,8 +144,8 @@ static void parse_key(const uint8_t *in, size_t n)
             len--;
         char want[100];
         snprintf(want, sizeof want, "is not 64 hex digits or the base64 of 32 bytes: it has %zu characters", len - b);
-        CHECK(strncmp(err, want, strlen(want)) == 0);
-        const char *rest = err + strlen(want);
+        CHECK(strncmp(err.text, want, strlen(want)) == 0);
+        const char *rest = err.text + strlen(want);
         CHECK(strcmp(rest, ", and not all of them are hex digits") == 0 ||
               strcmp(rest, ", not all of them hex digits or base64") == 0 ||
               strcmp(rest, ", which is not well-formed base64") == 0 ||

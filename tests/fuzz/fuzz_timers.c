@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     } while (0)
 
 static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, timer_op **ops, int *n,
-                      timer_refusal *why)
+                      qerr_detail *why)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
@@ -32,11 +32,11 @@ static int parse_with(const char *src, size_t len, uint32_t depth, arena *ar, ti
     int r = -2;
     if (json_parse(&d, src, len, &jo) == 0) {
         memset(why, 0, sizeof *why);
-        r = timer_ops_parse_body(&d, ar, ops, n, why);
-        CHECK(r == 0 || r == -1);
-        if (r < 0)
-            CHECK(why->status == 400 && why->code && strncmp(why->code, "timer_", 6) == 0 && why->reason && why->index >= -1 &&
-                  why->detail[0] != '\0' && strlen(why->detail) < sizeof why->detail);
+        r = (int)timer_ops_parse_body(&d, ar, ops, n, why);
+        CHECK(r == QERR_OK || r == QERR_BAD_INPUT);
+        if (r == QERR_BAD_INPUT)
+            CHECK(why->code && strncmp(why->code, "timer_", 6) == 0 && why->reason && why->index >= -1 &&
+                  why->text[0] != '\0' && strlen(why->text) < sizeof why->text);
     }
     json_doc_free(&d);
     return r;
@@ -86,13 +86,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     arena_init(&a2);
     timer_op *o1 = NULL, *o2 = NULL;
     int n1 = 0, n2 = 0;
-    timer_refusal w1, w2;
+    qerr_detail w1, w2;
     int r1 = parse_with(src, size, 3, &a1, &o1, &n1, &w1);
     int r2 = parse_with(src, size, 0, &a2, &o2, &n2, &w2);
     CHECK(r1 == r2);
-    if (r1 == -1)
-        CHECK(strcmp(w1.code, w2.code) == 0 && strcmp(w1.reason, w2.reason) == 0 && w1.index == w2.index && strcmp(w1.detail, w2.detail) == 0);
-    if (r1 == 0) {
+    if (r1 == QERR_BAD_INPUT)
+        CHECK(strcmp(w1.code, w2.code) == 0 && strcmp(w1.reason, w2.reason) == 0 && w1.index == w2.index && strcmp(w1.text, w2.text) == 0);
+    if (r1 == QERR_OK) {
         CHECK(n1 == n2 && n1 >= 0 && n1 <= TIMER_BATCH_MAX_OPS);
         for (int i = 0; i < n1; i++) {
             check_op(&o1[i]);

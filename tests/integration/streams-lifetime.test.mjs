@@ -129,7 +129,7 @@ test('sink pushes take the push path: an encrypted sink queue gets sealed record
   assert.deepEqual(p.json.messages.map((m) => [m.data, m.producerSub]), [[{ secret: 42 }, 'svc-a']]);
 });
 
-test('the shard lock: a cycle or flush waits while its (query, partition) is held; another shard never waits', async () => {
+test('the shard lock: a cycle, flush or state read waits while its (query, partition) is held; another shard never waits', async () => {
   const reg = await post(node.url, '/streams/v1/queries', { name: 'locks', source_queue: 'x', config_hash: 'h' }, A);
   const id = reg.json.query_id;
   const PA = '0190c2d4-0000-7000-8000-00000000aa01';
@@ -147,6 +147,16 @@ test('the shard lock: a cycle or flush waits while its (query, partition) is hel
   const bMs = Date.now() - t0;
   assert.equal(b.json.success, true, b.text);
   assert.ok(bMs < 1000, `shard B answered in ${bMs} ms`);
+  // a state read takes the shard lock shared: it waits for a cycle in flight on its shard (so a
+  // close it does not see is stamped after it: docs/streams.md, "The fence"), never on another
+  const sgB = await post(node.url, '/streams/v1/state/get', { query_id: id, partition_id: PB, keys: [] }, A);
+  const sgBMs = Date.now() - t0;
+  assert.equal(sgB.json.success, true, sgB.text);
+  assert.ok(sgBMs < 1000, `state/get on shard B answered in ${sgBMs} ms`);
+  const sgA = await post(node.url, '/streams/v1/state/get', { query_id: id, partition_id: PA, keys: [] }, A);
+  const sgAMs = Date.now() - t0;
+  assert.equal(sgA.json.success, true, sgA.text);
+  assert.ok(sgAMs >= 1500, `state/get on shard A waited for the holder (${sgAMs} ms)`);
   const ra = await a;
   assert.equal(ra.r.json.success, true, ra.r.text);
   assert.ok(ra.ms >= 1500, `shard A waited for the holder (${ra.ms} ms)`);

@@ -131,12 +131,61 @@ static void test_pop_envelope(void **state)
     buf_free(&b);
 }
 
+static void test_ack_answer(void **state)
+{
+    (void)state;
+    const char *txn[2] = {"t-1", "t\"2"};
+    ack_row rows[3] = {
+        {.index = 1, .success = 1, .queue = "orders", .partition = "p0", .lease_released = 1},
+        {.index = 0, .success = 0, .error = "lease \"x\" expired"},
+        {.index = 7, .success = 1, .queue = "q", .partition = "Default", .dlq = 1},
+    };
+    buf b;
+    buf_init(&b, 0);
+    answer_ack(&b, rows, 3, txn, 2);
+    valid(&b);
+    has(&b, "[{\"index\":1,\"transactionId\":\"t\\\"2\",\"success\":true,\"error\":null,\"queueName\":\"orders\","
+            "\"partitionName\":\"p0\",\"leaseReleased\":true,\"dlq\":false},");
+    has(&b, "{\"index\":0,\"transactionId\":\"t-1\",\"success\":false,\"error\":\"lease \\\"x\\\" expired\","
+            "\"queueName\":null,\"partitionName\":null,\"leaseReleased\":false,\"dlq\":false},");
+    /* an index the request did not have answers an empty transactionId, never reads past it */
+    has(&b, "{\"index\":7,\"transactionId\":\"\",\"success\":true,\"error\":null,\"queueName\":\"q\","
+            "\"partitionName\":\"Default\",\"leaseReleased\":false,\"dlq\":true}]");
+    buf_reset(&b);
+    answer_ack(&b, rows, 0, txn, 2);
+    if (b.len != 2 || memcmp(b.data, "[]", 2) != 0)
+        fail_msg("no rows: %.*s", (int)b.len, b.data);
+    rows[0].index = -1;
+    buf_reset(&b);
+    answer_ack(&b, rows, 1, txn, 2);
+    has(&b, "{\"index\":-1,\"transactionId\":\"\",");
+    buf_free(&b);
+}
+
+static void test_lease_extend_answer(void **state)
+{
+    (void)state;
+    buf b;
+    buf_init(&b, 0);
+    answer_lease_extend(&b, "00000000-0000-0000-0000-0000000000ab", NULL, 1700000000123456LL);
+    valid(&b);
+    has(&b, "[{\"index\":0,\"leaseId\":\"00000000-0000-0000-0000-0000000000ab\",\"success\":true,\"error\":null,"
+            "\"expiresAt\":\"2023-11-14T22:13:20.123Z\"}]");
+    buf_reset(&b);
+    answer_lease_extend(&b, "00000000-0000-0000-0000-0000000000ab", "lease not found", 0);
+    valid(&b);
+    has(&b, "\"success\":false,\"error\":\"lease not found\",\"expiresAt\":null}]");
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_push_answer),
         cmocka_unit_test(test_pop_message),
         cmocka_unit_test(test_pop_envelope),
+        cmocka_unit_test(test_ack_answer),
+        cmocka_unit_test(test_lease_extend_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,20 +37,21 @@ static const char *env_get(const char *name)
 #define ENV(...) (g_env = (const char *const[]){__VA_ARGS__, NULL})
 #define FATAL "ERROR boot: FATAL: queen: "
 
-static char g_err[2048];
+static qerr_detail g_det;
+#define g_err (g_det.text)
 
 static void load_ok(auth_config *c)
 {
-    memset(g_err, 0, sizeof g_err);
-    if (auth_config_load(c, env_get, g_err, sizeof g_err) != 0)
+    memset(&g_det, 0, sizeof g_det);
+    if (auth_config_load(c, env_get, &g_det) != QERR_OK)
         fail_msg("auth_config_load failed: %s", g_err);
 }
 
 static void load_fails(const char *want)
 {
     auth_config c;
-    memset(g_err, 0, sizeof g_err);
-    assert_int_equal(auth_config_load(&c, env_get, g_err, sizeof g_err), -1);
+    memset(&g_det, 0, sizeof g_det);
+    assert_int_equal(auth_config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
     assert_string_equal(g_err, want);
     auth_config_free(&c);
 }
@@ -261,14 +262,14 @@ static void test_config_key_types(void **state)
 {
     (void)state;
     ENV("JWT_ENABLED", "true", "JWT_ALGORITHM", "EdDSA", "JWT_PUBLIC_KEY", g_rsa_pem);
-    memset(g_err, 0, sizeof g_err);
+    memset(&g_det, 0, sizeof g_det);
     auth_config c;
-    assert_int_equal(auth_config_load(&c, env_get, g_err, sizeof g_err), -1);
+    assert_int_equal(auth_config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
     assert_non_null(strstr(g_err, "is an RSA key, and JWT_ALGORITHM=EdDSA needs an Ed25519 key."));
     assert_non_null(strstr(g_err, FATAL "JWT_PUBLIC_KEY=-----BEGIN PUBLIC KEY----- "));
     auth_config_free(&c);
     ENV("JWT_ENABLED", "true", "JWT_ALGORITHM", "RS256", "JWT_PUBLIC_KEY", g_ed_pem);
-    assert_int_equal(auth_config_load(&c, env_get, g_err, sizeof g_err), -1);
+    assert_int_equal(auth_config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
     assert_non_null(strstr(g_err, "is an Ed25519 key, and JWT_ALGORITHM=RS256 needs an RSA key."));
     auth_config_free(&c);
     /* a PEM written on one line with literal \n sequences */
@@ -292,7 +293,7 @@ static void test_config_key_types(void **state)
     EVP_PKEY *small = EVP_RSA_gen(1024);
     char *pem = pem_of(small);
     ENV("JWT_ENABLED", "true", "JWT_ALGORITHM", "RS256", "JWT_PUBLIC_KEY", pem);
-    assert_int_equal(auth_config_load(&c, env_get, g_err, sizeof g_err), -1);
+    assert_int_equal(auth_config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
     assert_non_null(strstr(g_err, "(an RSA key of 1024 bits; RS256 needs 2048 to 16384)"));
     auth_config_free(&c);
     free(pem);

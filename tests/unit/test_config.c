@@ -29,14 +29,14 @@ static const char *env_get(const char *name)
 
 #define ENV(...) (g_env = (const char *const[]){__VA_ARGS__, NULL})
 
-static char g_err[1024];
+static qerr_detail g_det;
+#define g_err (g_det.text)
 
 /* Loads expecting success; the caller frees. */
 static void load_ok(queen_config *c)
 {
-    g_err[0] = '\0';
-    memset(g_err, 0, sizeof g_err);
-    if (config_load(c, env_get, g_err, sizeof g_err) != 0)
+    memset(&g_det, 0, sizeof g_det);
+    if (config_load(c, env_get, &g_det) != QERR_OK)
         fail_msg("config_load failed: %s", g_err);
 }
 
@@ -44,8 +44,8 @@ static void load_ok(queen_config *c)
 static void load_fails(const char *want)
 {
     queen_config c;
-    memset(g_err, 0, sizeof g_err);
-    assert_int_equal(config_load(&c, env_get, g_err, sizeof g_err), -1);
+    memset(&g_det, 0, sizeof g_det);
+    assert_int_equal(config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
     assert_string_equal(g_err, want);
     config_free(&c);
 }
@@ -456,22 +456,22 @@ static void test_node_id(void **state)
 static void test_config_node_id_direct(void **state)
 {
     (void)state;
-    char err[256];
-    char *s = config_node_id(NULL, "host", 6632, err, sizeof err);
+    qerr_detail err;
+    char *s = config_node_id(NULL, "host", 6632, &err);
     assert_string_equal(s, "host");
     free(s);
-    s = config_node_id(NULL, "host", 65535, err, sizeof err);
+    s = config_node_id(NULL, "host", 65535, &err);
     assert_string_equal(s, "host:65535");
     free(s);
-    s = config_node_id("ordinal", "x-09", 1, err, sizeof err);
+    s = config_node_id("ordinal", "x-09", 1, &err);
     assert_string_equal(s, "9");
     free(s);
-    err[0] = '\0';
-    assert_null(config_node_id("ordinal", "", 6632, err, sizeof err));
-    assert_string_equal(err, "ERROR boot: FATAL: queen: QUEEN_NODE_ID=ordinal needs a hostname ending in a number, "
-                             "and this host is . It names this node in status, logs and the sink's leases");
-    assert_null(config_node_id("tab\there", "h", 6632, err, sizeof err));
-    assert_non_null(strstr(err, "may not contain spaces"));
+    memset(&err, 0, sizeof err);
+    assert_null(config_node_id("ordinal", "", 6632, &err));
+    assert_string_equal(err.text, "ERROR boot: FATAL: queen: QUEEN_NODE_ID=ordinal needs a hostname ending in a number, "
+                                  "and this host is . It names this node in status, logs and the sink's leases");
+    assert_null(config_node_id("tab\there", "h", 6632, &err));
+    assert_non_null(strstr(err.text, "may not contain spaces"));
 }
 
 static void test_pg_external(void **state)
@@ -593,16 +593,19 @@ static void test_first_error_wins(void **state)
     load_fails("ERROR boot: FATAL: queen: PORT=0 is outside 1..=65535. It is the TCP port the HTTP API listens on");
 }
 
+/* A boot line quoting a value longer than the detail is cut inside it, NUL-terminated. */
 static void test_error_buffer_truncation(void **state)
 {
     (void)state;
-    ENV("PORT", "0");
+    static char port[2 * QERR_TEXT_MAX];
+    memset(port, '9', sizeof port - 1);
+    port[sizeof port - 1] = '\0';
+    ENV("PORT", port);
     queen_config c;
-    char small[20];
-    memset(small, 'X', sizeof small);
-    assert_int_equal(config_load(&c, env_get, small, sizeof small), -1);
-    assert_int_equal(strlen(small), sizeof small - 1);
-    assert_memory_equal(small, "ERROR boot: FATAL: ", 19);
+    memset(&g_det, 'X', sizeof g_det);
+    assert_int_equal(config_load(&c, env_get, &g_det), QERR_BAD_INPUT);
+    assert_int_equal(strlen(g_err), QERR_TEXT_MAX - 1);
+    assert_memory_equal(g_err, "ERROR boot: FATAL: queen: PORT=999", 34);
     config_free(&c);
 }
 

@@ -45,6 +45,8 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {"pop_v1", COLS(POP_V1_COLUMNS)},
     {"pop_ns_v1", COLS(POP_NS_V1_COLUMNS)},
+    {"pop_v2", COLS(POP_V2_COLUMNS)},
+    {"pop_ns_v2", COLS(POP_NS_V2_COLUMNS)},
     {"lease_store_v1", COLS(LEASE_STORE_V1_COLUMNS)},
     {"ack_v1", COLS(ACK_V1_COLUMNS)},
     {"lease_extend_v2", COLS(LEASE_EXTEND_V2_COLUMNS)},
@@ -62,12 +64,16 @@ static const shape SHAPES[] = {
     {"cp_sync_v1", COLS(CP_SYNC_V1_COLUMNS)},
     {"cp_clusters_v1", COLS(CP_CLUSTERS_V1_COLUMNS)},
     {"cp_purge_v1", COLS(CP_PURGE_V1_COLUMNS)},
+    {"cp_s3_get_v1", COLS(CP_S3_GET_V1_COLUMNS)},
+    {"cp_s3_put_v1", COLS(CP_S3_PUT_V1_COLUMNS)},
+    {"cp_s3_delete_v1", COLS(CP_S3_DELETE_V1_COLUMNS)},
     {"timers_fire_v2", COLS(TIMERS_FIRE_V2_COLUMNS)},
     {"timer_ops_v1", COLS(TIMER_OPS_V1_COLUMNS)},
     {"sink_clock_v1", COLS(SINK_CLOCK_V1_COLUMNS)},
     {"sink_slice_v1", COLS(SINK_SLICE_V1_COLUMNS)},
     {"sink_positions_v1", COLS(SINK_POSITIONS_V1_COLUMNS)},
     {"sink_positions_at_v1", COLS(SINK_POSITIONS_AT_V1_COLUMNS)},
+    {"cp_s3_sinks_v1", COLS(CP_S3_SINKS_V1_COLUMNS)},
     {"transaction_v1", COLS(TRANSACTION_V1_COLUMNS)},
     {"streams_register_v1", COLS(STREAMS_REGISTER_V1_COLUMNS)},
     {"streams_drop_v1", COLS(STREAMS_DROP_V1_COLUMNS)},
@@ -76,6 +82,8 @@ static const shape SHAPES[] = {
     {"streams_state_get_v1", COLS(STREAMS_STATE_GET_V1_COLUMNS)},
     {"streams_cycle_v1", COLS(STREAMS_CYCLE_V1_COLUMNS)},
     {"streams_cycles_v1", COLS(STREAMS_CYCLES_V1_COLUMNS)},
+    {"streams_cycle_v2", COLS(STREAMS_CYCLE_V1_COLUMNS)},
+    {"streams_cycles_v2", COLS(STREAMS_CYCLES_V1_COLUMNS)},
     {"streams_state_rows_v1", COLS(STREAMS_STATE_ROWS_V1_COLUMNS)},
     {"seek_v1", COLS(SEEK_V1_COLUMNS)},
     {"delete_group_v1", COLS(DELETE_GROUP_V1_COLUMNS)},
@@ -84,6 +92,7 @@ static const shape SHAPES[] = {
     {"delete_partition_v1", COLS(DELETE_PARTITION_V1_COLUMNS)},
     {"list_messages_v1", COLS(LIST_MESSAGES_V1_COLUMNS)},
     {"message_find_v1", COLS(MESSAGE_FIND_V1_COLUMNS)},
+    {"record_at_v1", COLS(RECORD_AT_V1_COLUMNS)},
     {"dlq_claim_v1", COLS(DLQ_CLAIM_V1_COLUMNS)},
     {"metrics_lag_v1", COLS(METRICS_LAG_V1_COLUMNS)},
     {"message_delete_v1", COLS(MESSAGE_DELETE_V1_COLUMNS)},
@@ -123,14 +132,14 @@ static int setup(void **state)
     g_c = PQconnectdb(g_emb.conninfo);
     if (PQstatus(g_c) != CONNECTION_OK)
         return -1;
-    char err[512];
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int rc = migrate_apply(g_c, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail err;
+    int rc = migrate_apply(g_c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
     buf_free(&defaults);
     if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err);
+        fprintf(stderr, "migrations: %s\n", err.text);
     return rc;
 }
 

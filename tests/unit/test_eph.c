@@ -14,7 +14,7 @@
 
 static const uint8_t T[16] = {1};
 
-static void push(eph *e, const char *q, const char *p, int from, int n, int64_t now, int expect)
+static void push(eph *e, const char *q, const char *p, int from, int n, int64_t now, qerr expect)
 {
     const char *pl[64];
     size_t lens[64];
@@ -24,7 +24,17 @@ static void push(eph *e, const char *q, const char *p, int from, int n, int64_t 
         pl[i] = texts[i];
         lens[i] = strlen(texts[i]);
     }
-    assert_int_equal(eph_push(e, T, q, strlen(q), p, strlen(p), pl, lens, (uint32_t)n, now), expect);
+    qerr_detail err;
+    qerr got = eph_push(e, T, q, strlen(q), p, strlen(p), pl, lens, (uint32_t)n, now, &err);
+    assert_int_equal(got, expect);
+    if (got == QERR_LIMIT) {
+        assert_string_equal(err.code, "ephemeral_queue_full");
+        assert_string_equal(err.reason, "queue_full");
+        assert_non_null(strstr(err.text, "nothing was pushed"));
+    } else if (got == QERR_UNAVAILABLE) {
+        assert_string_equal(err.code, "ephemeral_node_full");
+        assert_string_equal(err.reason, "node_full");
+    }
 }
 
 static uint32_t pop(eph *e, const char *q, const char *g, uint32_t batch, int auto_ack, int64_t now, arena *ar,
@@ -40,7 +50,7 @@ static void test_groups_and_accounting(void **state)
     arena ar;
     arena_init(&ar);
     eph_msg m[16];
-    push(e, "q", "p", 0, 4, 1000, EPH_OK);
+    push(e, "q", "p", 0, 4, 1000, QERR_OK);
     /* two groups: each sees everything; a message leaves once every group that exists has it */
     assert_int_equal(pop(e, "q", "a", 16, 0, 1000, &ar, m), 4);
     assert_memory_equal(m[0].payload, "0", 1);
@@ -58,7 +68,7 @@ static void test_groups_and_accounting(void **state)
     assert_int_equal(st.messages, 0);
     assert_int_equal(st.bytes, 0);
     /* a group that comes later starts at what is still held */
-    push(e, "q", "p", 10, 1, 1000, EPH_OK);
+    push(e, "q", "p", 10, 1, 1000, QERR_OK);
     assert_int_equal(pop(e, "q", "c", 16, 1, 1000, &ar, mb), 1);
     assert_memory_equal(mb[0].payload, "10", 2);
     /* acking again: stale; a foreign incarnation: stale; garbage: unknown */
@@ -83,7 +93,7 @@ static void test_leases_and_retries(void **state)
     arena ar;
     arena_init(&ar);
     eph_msg m[4];
-    push(e, "q", "p", 7, 1, 0, EPH_OK);
+    push(e, "q", "p", 7, 1, 0, QERR_OK);
     assert_int_equal(pop(e, "q", NULL, 4, 0, 0, &ar, m), 1);
     assert_int_equal(m[0].attempts, 1);
     assert_int_equal(pop(e, "q", NULL, 4, 0, 50, &ar, m), 0);
@@ -108,13 +118,13 @@ static void test_bounds_ttl_and_delete(void **state)
     eph_opts_default(&o);
     o.max_length = 3;
     eph_configure(e, T, "q", 1, &o);
-    push(e, "q", "p", 0, 3, 0, EPH_OK);
-    push(e, "q", "p", 3, 1, 0, EPH_QUEUE_FULL);
-    push(e, "q", "p", 0, 4, 0, EPH_QUEUE_FULL);
+    push(e, "q", "p", 0, 3, 0, QERR_OK);
+    push(e, "q", "p", 3, 1, 0, QERR_LIMIT);
+    push(e, "q", "p", 0, 4, 0, QERR_LIMIT);
     o.policy = EPH_DROP_OLDEST;
     o.ttl_ms = 500;
     eph_configure(e, T, "q", 1, &o);
-    push(e, "q", "p", 3, 2, 100, EPH_OK);
+    push(e, "q", "p", 3, 2, 100, QERR_OK);
     arena ar;
     arena_init(&ar);
     eph_msg m[8];
@@ -122,13 +132,13 @@ static void test_bounds_ttl_and_delete(void **state)
     assert_int_equal(eph_available(e, T, "q", 1, NULL, 0, NULL, 0, 200), 3);
     assert_int_equal(eph_available(e, T, "q", 1, NULL, 0, NULL, 0, 600), 0);
     /* the node budget (1000 bytes): 16 messages of 64 + 1 do not fit */
-    push(e, "r", "p", 0, 16, 600, EPH_NODE_FULL);
+    push(e, "r", "p", 0, 16, 600, QERR_UNAVAILABLE);
     assert_int_equal(eph_reset(e, T, "q", 1), 0);
-    push(e, "q", "p", 0, 1, 700, EPH_OK);
+    push(e, "q", "p", 0, 1, 700, QERR_OK);
     assert_int_equal(pop(e, "q", "g", 8, 0, 700, &ar, m), 1);
     assert_int_equal(eph_delete(e, T, "q", 1), 1);
     assert_int_equal(eph_delete(e, T, "q", 1), 0);
-    push(e, "q", "p", 0, 1, 700, EPH_OK);
+    push(e, "q", "p", 0, 1, 700, QERR_OK);
     /* an id from before the delete does not settle the new queue's message */
     assert_int_equal(eph_ack(e, T, "q", 1, "g", 1, m[0].id, strlen(m[0].id), EPH_COMPLETED, 700), EPH_STALE);
     buf b;

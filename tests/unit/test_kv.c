@@ -13,14 +13,14 @@
 #include "kv/kv.h"
 #include "kv/kv_wire.h"
 
-static char g_err[600];
+static qerr_detail g_err;
 
 typedef struct parsed {
     json_doc d;
     arena ar;
     kv_op *ops;
     int n;
-    int rc;
+    qerr rc;
 } parsed;
 
 static void parse_batch(parsed *p, const char *text)
@@ -30,8 +30,8 @@ static void parse_batch(parsed *p, const char *text)
     json_opts o = {.token_depth = 3};
     if (json_parse(&p->d, text, strlen(text), &o) != 0)
         fail_msg("bad test JSON %s: %s", text, p->d.err);
-    g_err[0] = '\0';
-    p->rc = kv_parse_batch(&p->d, &p->ar, &p->ops, &p->n, g_err, sizeof g_err);
+    memset(&g_err, 0, sizeof g_err);
+    p->rc = kv_parse_batch(&p->d, &p->ar, &p->ops, &p->n, &g_err);
 }
 
 static void parsed_free(parsed *p)
@@ -45,79 +45,79 @@ static void batch_fails(const char *text, const char *want)
 {
     parsed p;
     parse_batch(&p, text);
-    if (p.rc != -1)
+    if (p.rc != QERR_BAD_INPUT)
         fail_msg("expected failure for %s", text);
-    assert_string_equal(g_err, want);
+    assert_string_equal(g_err.text, want);
     parsed_free(&p);
 }
 
 static void test_check_name(void **state)
 {
     (void)state;
-    char e[200];
-    assert_int_equal(kv_check_name("key", "a", 1, 10, e, sizeof e), 0);
-    assert_int_equal(kv_check_name("key", "", 0, 10, e, sizeof e), -1);
-    assert_string_equal(e, "key must be a non-empty string");
-    assert_int_equal(kv_check_name("key", "0123456789", 10, 10, e, sizeof e), 0);
-    assert_int_equal(kv_check_name("key", "0123456789x", 11, 10, e, sizeof e), -1);
-    assert_string_equal(e, "key is 11 bytes; at most 10 are allowed");
-    assert_int_equal(kv_check_name("namespace", "a\0b", 3, 10, e, sizeof e), -1);
-    assert_string_equal(e, "namespace must not contain NUL characters");
-    assert_int_equal(kv_check_name("key", "\xc3\x28", 2, 10, e, sizeof e), -1);
-    assert_string_equal(e, "key must be valid UTF-8");
-    assert_int_equal(kv_check_name("key", "caf\xc3\xa9", 5, 10, e, sizeof e), 0);
+    qerr_detail e;
+    assert_int_equal(kv_check_name("key", "a", 1, 10, &e), QERR_OK);
+    assert_int_equal(kv_check_name("key", "", 0, 10, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "key must be a non-empty string");
+    assert_int_equal(kv_check_name("key", "0123456789", 10, 10, &e), QERR_OK);
+    assert_int_equal(kv_check_name("key", "0123456789x", 11, 10, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "key is 11 bytes; at most 10 are allowed");
+    assert_int_equal(kv_check_name("namespace", "a\0b", 3, 10, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "namespace must not contain NUL characters");
+    assert_int_equal(kv_check_name("key", "\xc3\x28", 2, 10, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "key must be valid UTF-8");
+    assert_int_equal(kv_check_name("key", "caf\xc3\xa9", 5, 10, &e), QERR_OK);
 }
 
 /* Both sides of every bound of kv_check_op. */
 static void test_check_op_bounds(void **state)
 {
     (void)state;
-    char e[200];
+    qerr_detail e;
     char key[KV_KEY_MAX_BYTES + 2];
     memset(key, 'k', sizeof key);
     key[KV_KEY_MAX_BYTES] = '\0';
     kv_op o = kv_op_put("ns", key, "1", 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), 0);
+    assert_int_equal(kv_check_op(&o, &e), QERR_OK);
     key[KV_KEY_MAX_BYTES] = 'k';
     key[KV_KEY_MAX_BYTES + 1] = '\0';
     o = kv_op_put("ns", key, "1", 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
-    assert_string_equal(e, "key is 1025 bytes; at most 1024 are allowed");
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "key is 1025 bytes; at most 1024 are allowed");
 
     char ns[KV_NAMESPACE_MAX_BYTES + 2];
     memset(ns, 'n', sizeof ns);
     ns[KV_NAMESPACE_MAX_BYTES] = '\0';
     o = kv_op_get(ns, "k");
-    assert_int_equal(kv_check_op(&o, e, sizeof e), 0);
+    assert_int_equal(kv_check_op(&o, &e), QERR_OK);
     ns[KV_NAMESPACE_MAX_BYTES] = 'n';
     ns[KV_NAMESPACE_MAX_BYTES + 1] = '\0';
     o = kv_op_get(ns, "k");
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
 
     o = kv_op_put("ns", "k", "1", KV_TTL_MAX_MS);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), 0);
+    assert_int_equal(kv_check_op(&o, &e), QERR_OK);
     o.ttl_ms = KV_TTL_MAX_MS + 1;
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
 
     o = kv_op_put("ns", "k", "", 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
-    assert_string_equal(e, "value is required (any JSON value)");
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "value is required (any JSON value)");
 
     static char big[KV_VALUE_MAX_BYTES + 2];
     memset(big, '1', sizeof big);
     big[KV_VALUE_MAX_BYTES] = '\0';
     o = kv_op_put("ns", "k", big, 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), 0);
+    assert_int_equal(kv_check_op(&o, &e), QERR_OK);
     big[KV_VALUE_MAX_BYTES] = '1';
     big[KV_VALUE_MAX_BYTES + 1] = '\0';
     o = kv_op_put("ns", "k", big, 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
 
     o = kv_op_put_if_version("ns", "k", "1", 0, 0);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), -1);
-    assert_string_equal(e, "ifVersion must be a positive integer");
+    assert_int_equal(kv_check_op(&o, &e), QERR_BAD_INPUT);
+    assert_string_equal(e.text, "ifVersion must be a positive integer");
     o = kv_op_put_if_version("ns", "k", "1", 0, 1);
-    assert_int_equal(kv_check_op(&o, e, sizeof e), 0);
+    assert_int_equal(kv_check_op(&o, &e), QERR_OK);
 }
 
 static void test_constructors(void **state)
@@ -152,7 +152,7 @@ static void test_parse_batch_ok(void **state)
                     "{\"op\":\"delete\",\"key\":\"d\"},"
                     "{\"op\":\"incr\",\"key\":\"e\",\"max\":10,\"ttlMs\":1000},"
                     "{\"op\":\"incr\",\"key\":\"f\",\"by\":-2}]}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.n, 6);
     kv_op *o = p.ops;
     assert_int_equal(o[0].kind, KV_PUT);
@@ -181,7 +181,7 @@ static void test_parse_batch_ok(void **state)
 
     /* escaped keys are decoded */
     parse_batch(&p, "{\"ops\":[{\"op\":\"get\",\"namespace\":\"n\\u00e9\",\"key\":\"a\\/b\"}]}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.ops[0].ns_len, 3);
     assert_memory_equal(p.ops[0].ns, "n\xc3\xa9", 3);
     assert_memory_equal(p.ops[0].key, "a/b", 3);
@@ -254,10 +254,10 @@ static void test_batch_size_bound(void **state)
         parsed p;
         parse_batch(&p, buf_cstr(&b));
         if (extra) {
-            assert_int_equal(p.rc, -1);
-            assert_string_equal(g_err, "ops holds 1001 ops; at most 1000 are allowed");
+            assert_int_equal(p.rc, QERR_BAD_INPUT);
+            assert_string_equal(g_err.text, "ops holds 1001 ops; at most 1000 are allowed");
         } else {
-            assert_int_equal(p.rc, 0);
+            assert_int_equal(p.rc, QERR_OK);
             assert_int_equal(p.n, KV_BATCH_MAX_OPS);
         }
         parsed_free(&p);
@@ -276,13 +276,13 @@ static void test_parse_single(void **state)
     arena ar;
     arena_init(&ar);
     kv_op o;
-    assert_int_equal(kv_parse_op_fields(&d, 0, KV_PUT, 1, &ar, &o, g_err, sizeof g_err), 0);
+    assert_int_equal(kv_parse_op_fields(&d, 0, KV_PUT, 1, &ar, &o, &g_err), QERR_OK);
     assert_int_equal(o.kind, KV_PUT);
     assert_int_equal(o.expect, KV_EXPECT_ABSENT);
     assert_memory_equal(o.value, "[1, 2]", 6);
     assert_null(o.ns);
-    assert_int_equal(kv_parse_op_fields(&d, 0, KV_INCR, 0, &ar, &o, g_err, sizeof g_err), -1);
-    assert_string_equal(g_err, "value is only accepted by put and putIfAbsent");
+    assert_int_equal(kv_parse_op_fields(&d, 0, KV_INCR, 0, &ar, &o, &g_err), QERR_BAD_INPUT);
+    assert_string_equal(g_err.text, "value is only accepted by put and putIfAbsent");
     json_doc_free(&d);
     arena_free(&ar);
 }
@@ -444,14 +444,14 @@ static void test_batch_params(void **state)
 
 /* ---- the 2.x wire (kv_wire.h) ---- */
 
-static int wire(const char *body, arena *ar, kvw_op **ops, int *n, kvw_refusal *why)
+static qerr wire(const char *body, arena *ar, kvw_op **ops, int *n, qerr_detail *why)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
     json_opts jo = {.token_depth = 4};
     assert_int_equal(json_parse(&d, body, strlen(body), &jo), 0);
     memset(why, 0, sizeof *why);
-    int rc = kvw_parse_body(&d, ar, ops, n, why);
+    qerr rc = kvw_parse_body(&d, ar, ops, n, why);
     json_doc_free(&d);
     return rc;
 }
@@ -463,13 +463,13 @@ static void test_wire_ops(void **state)
     arena_init(&ar);
     kvw_op *ops;
     int n;
-    kvw_refusal why;
+    qerr_detail why;
     const char *body = "{\"operations\":[{\"op\":\"put\",\"ns\":\"n\",\"key\":\"k\",\"value\":{\"a\" : 1},\"ttlSeconds\":30,"
                        "\"expect\":7,\"required\":true},{\"op\":\"putIfAbsent\",\"ns\":\"n\",\"key\":\"k\",\"value\":1,"
                        "\"forever\":true},{\"op\":\"incr\",\"ns\":\"n\",\"key\":\"c\",\"min\":0,\"max\":9,\"forever\":true},"
                        "{\"op\":\"getMany\",\"ns\":\"n\",\"keys\":[\"a\",\"b\"]},{\"op\":\"getPrefix\",\"ns\":\"n\","
                        "\"prefix\":\"p\",\"limit\":99999}]}";
-    assert_int_equal(wire(body, &ar, &ops, &n, &why), 0);
+    assert_int_equal(wire(body, &ar, &ops, &n, &why), QERR_OK);
     assert_int_equal(n, 5);
     assert_int_equal(ops[0].kind, KVW_PUT);
     assert_true(ops[0].has_expect && ops[0].expect == 7 && ops[0].required && ops[0].ttl_s == 30 && !ops[0].forever);
@@ -511,12 +511,12 @@ static void test_wire_refusals(void **state)
         arena_init(&ar);
         kvw_op *ops;
         int n;
-        kvw_refusal why;
-        assert_int_equal(wire(cases[i].body, &ar, &ops, &n, &why), -1);
+        qerr_detail why;
+        assert_int_equal(wire(cases[i].body, &ar, &ops, &n, &why), QERR_BAD_INPUT);
         assert_string_equal(why.code, cases[i].code);
         assert_string_equal(why.reason, cases[i].reason);
         assert_int_equal(why.index, cases[i].index);
-        assert_true(why.detail[0] != '\0');
+        assert_true(why.text[0] != '\0');
         arena_free(&ar);
     }
 }
@@ -556,15 +556,15 @@ static void test_lock_ops(void **state)
         assert_int_equal(json_parse(&d, cases[i].body, strlen(cases[i].body), &jo), 0);
         lockw_op *ops;
         int n;
-        kvw_refusal why;
+        qerr_detail why;
         memset(&why, 0, sizeof why);
-        int rc = lockw_parse_body(&d, &ar, &ops, &n, &why);
+        qerr rc = lockw_parse_body(&d, &ar, &ops, &n, &why);
         json_doc_free(&d);
         if (cases[i].code) {
-            assert_int_equal(rc, -1);
+            assert_int_equal(rc, QERR_BAD_INPUT);
             assert_string_equal(why.code, cases[i].code);
         } else {
-            assert_int_equal(rc, 0);
+            assert_int_equal(rc, QERR_OK);
             assert_int_equal(n, 2);
             assert_true(ops[0].limit == 4 && ops[0].owner_len == 6 && ops[1].has_slot && ops[1].slot == 3 && ops[1].token == 9);
             uint8_t tenant[16] = {0};

@@ -56,14 +56,14 @@ static int setup(void **state)
     if (embedded_start(&g_emb, g_dir, NULL) < 0)
         return -1;
     PGconn *c = conn();
-    char err[512];
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int rc = migrate_apply(c, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail err;
+    int rc = migrate_apply(c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
     buf_free(&defaults);
     if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err);
+        fprintf(stderr, "migrations: %s\n", err.text);
     PQfinish(c);
     return rc;
 }

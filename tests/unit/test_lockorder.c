@@ -59,14 +59,14 @@ static int setup(void **state)
     if (embedded_start(&g_emb, g_dir, NULL) < 0)
         return -1;
     PGconn *c = conn();
-    char err[512];
     buf defaults;
     buf_init(&defaults, 0);
     queue_options_defaults_json(&defaults);
-    int rc = migrate_apply(c, buf_cstr(&defaults), err, sizeof err);
+    qerr_detail err;
+    int rc = migrate_apply(c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
     buf_free(&defaults);
     if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err);
+        fprintf(stderr, "migrations: %s\n", err.text);
     PQfinish(c);
     return rc;
 }
@@ -443,8 +443,8 @@ static void test_timer_ops_key_order(void **state)
 #define STREAM_Q "'0190c2e1-0000-7000-8000-00000000d001'::uuid"
 #define STREAM_P "'0190c2e1-0000-7000-8000-00000000d002'::uuid"
 #define STREAM_UPSERT(key)                                                                                      \
-    "SELECT * FROM queen.streams_cycle_v1(" TENANT ", " STREAM_Q ", " STREAM_P ", 'g', ARRAY['upsert'], "        \
-    "ARRAY['" key "'], ARRAY['{}'], NULL::uuid[], NULL::text[], NULL::text[], NULL::int[], NULL::int[], "        \
+    "SELECT * FROM queen.streams_cycle_v2(" TENANT ", " STREAM_Q ", " STREAM_P ", 'g', ARRAY['upsert'], "        \
+    "ARRAY['" key "'], ARRAY['{}'], NULL::int8[], NULL::uuid[], NULL::text[], NULL::text[], NULL::int[], NULL::int[], "        \
     "NULL::bytea[], NULL::int[], NULL::int[], NULL::text[], 0, NULL, NULL, NULL, NULL, true, NULL, true, false)"
 
 /* A cycle holds a state row of its query (an upsert of an existing key) and then inserts a new

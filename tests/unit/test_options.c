@@ -17,17 +17,18 @@ static const char *const DEFAULTS_JSON =
     "\"encryptionEnabled\":false,\"maxWaitTimeSeconds\":0,\"retentionSinkHold\":null,"
     "\"retentionSinkHoldMaxSeconds\":604800}";
 
-static char g_err[256];
+static qerr_detail g_det;
+#define g_err (g_det.text)
 
 /* Parses `options` JSON text; returns queue_options_parse's result. */
-static int parse_opts(const char *text, queue_options *o)
+static qerr parse_opts(const char *text, queue_options *o)
 {
     json_doc d;
     memset(&d, 0, sizeof d);
     if (json_parse(&d, text, strlen(text), NULL) != 0)
         fail_msg("bad test JSON %s: %s", text, d.err);
-    memset(g_err, 0, sizeof g_err);
-    int r = queue_options_parse(&d, 0, o, g_err, sizeof g_err);
+    memset(&g_det, 0, sizeof g_det);
+    qerr r = queue_options_parse(&d, 0, o, &g_det);
     json_doc_free(&d);
     return r;
 }
@@ -64,14 +65,14 @@ static void test_defaults(void **state)
     json_doc d = {0};
     assert_int_equal(json_parse(&d, "null", 4, NULL), 0);
     memset(&o, 0x5a, sizeof o);
-    assert_int_equal(queue_options_parse(&d, -1, &o, g_err, sizeof g_err), 0);
+    assert_int_equal(queue_options_parse(&d, -1, &o, &g_det), QERR_OK);
     json_eq(&o, DEFAULTS_JSON);
     memset(&o, 0x5a, sizeof o);
-    assert_int_equal(queue_options_parse(&d, 0, &o, g_err, sizeof g_err), 0);
+    assert_int_equal(queue_options_parse(&d, 0, &o, &g_det), QERR_OK);
     json_eq(&o, DEFAULTS_JSON);
     json_doc_free(&d);
     memset(&o, 0x5a, sizeof o);
-    assert_int_equal(parse_opts("{}", &o), 0);
+    assert_int_equal(parse_opts("{}", &o), QERR_OK);
     json_eq(&o, DEFAULTS_JSON);
 
     /* what a node writes into queen.option_defaults at boot: the same set */
@@ -95,7 +96,7 @@ static void test_full_overwrite(void **state)
     assert_int_equal(o.dead_letter_queue, 1);
     assert_string_equal(o.retention_sink_hold, "s3-main");
     /* configure is a full overwrite: what is not sent goes back to its default */
-    assert_int_equal(parse_opts("{\"windowBuffer\":10}", &o), 0);
+    assert_int_equal(parse_opts("{\"windowBuffer\":10}", &o), QERR_OK);
     assert_int_equal(o.lease_time, 300);
     assert_int_equal(o.retry_limit, 3);
     assert_int_equal(o.dead_letter_queue, 1);
@@ -112,7 +113,7 @@ static void test_all_set_json(void **state)
                      "\"windowBuffer\":7,\"retentionSeconds\":8,\"completedRetentionSeconds\":9,"
                      "\"retentionEnabled\":true,\"encryptionEnabled\":true,\"maxWaitTimeSeconds\":10,"
                      "\"retentionSinkHold\":\"default\",\"retentionSinkHoldMaxSeconds\":60}";
-    assert_int_equal(parse_opts(in, &o), 0);
+    assert_int_equal(parse_opts(in, &o), QERR_OK);
     json_eq(&o, in); /* same fixed order */
     /* and in a different input order, the output order is the table's */
     const char *shuffled = "{\"retentionSinkHoldMaxSeconds\":60,\"retentionSinkHold\":\"default\","
@@ -120,7 +121,7 @@ static void test_all_set_json(void **state)
                            "\"completedRetentionSeconds\":9,\"retentionSeconds\":8,\"windowBuffer\":7,"
                            "\"delayedProcessing\":6,\"dlqAfterMaxRetries\":true,\"deadLetterQueue\":true,\"ttl\":3600,"
                            "\"maxSize\":4,\"retryDelay\":3,\"retryLimit\":2,\"leaseTime\":1,\"priority\":-5}";
-    assert_int_equal(parse_opts(shuffled, &o), 0);
+    assert_int_equal(parse_opts(shuffled, &o), QERR_OK);
     json_eq(&o, in);
 }
 
@@ -173,7 +174,7 @@ static void test_int_bounds(void **state)
         const long long ok[] = {r->lo, r->hi};
         for (int k = 0; k < 2; k++) {
             snprintf(text, sizeof text, "{\"%s\":%lld}", r->name, ok[k]);
-            if (parse_opts(text, &o) != 0)
+            if (parse_opts(text, &o) != QERR_OK)
                 fail_msg("%s rejected: %s", text, g_err);
             assert_int_equal(*(int64_t *)((char *)&o + r->offset), ok[k]);
         }
@@ -181,7 +182,7 @@ static void test_int_bounds(void **state)
         int_error_text(r, want, sizeof want);
         for (int k = 0; k < 2; k++) {
             snprintf(text, sizeof text, "{\"%s\":%lld}", r->name, bad[k]);
-            assert_int_equal(parse_opts(text, &o), -1);
+            assert_int_equal(parse_opts(text, &o), QERR_BAD_INPUT);
             assert_string_equal(g_err, want);
         }
         /* wrong types */
@@ -189,7 +190,7 @@ static void test_int_bounds(void **state)
                                             "9223372036854775808", "-9223372036854775809", "0.5"};
         for (size_t k = 0; k < sizeof wrong / sizeof wrong[0]; k++) {
             snprintf(text, sizeof text, "{\"%s\":%s}", r->name, wrong[k]);
-            assert_int_equal(parse_opts(text, &o), -1);
+            assert_int_equal(parse_opts(text, &o), QERR_BAD_INPUT);
             assert_string_equal(g_err, want);
         }
     }
@@ -199,19 +200,19 @@ static void test_int_error_texts(void **state)
 {
     (void)state;
     queue_options o;
-    assert_int_equal(parse_opts("{\"leaseTime\":-1}", &o), -1);
+    assert_int_equal(parse_opts("{\"leaseTime\":-1}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "options.leaseTime must be an integer between 0 and 2592000 seconds");
-    assert_int_equal(parse_opts("{\"priority\":\"high\"}", &o), -1);
+    assert_int_equal(parse_opts("{\"priority\":\"high\"}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "options.priority must be an integer between -1000000 and 1000000");
-    assert_int_equal(parse_opts("{\"maxSize\":4611686018427387904}", &o), -1);
+    assert_int_equal(parse_opts("{\"maxSize\":4611686018427387904}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "options.maxSize must be an integer between 0 and 4611686018427387903 messages");
-    assert_int_equal(parse_opts("{\"retentionSinkHoldMaxSeconds\":59}", &o), -1);
+    assert_int_equal(parse_opts("{\"retentionSinkHoldMaxSeconds\":59}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "options.retentionSinkHoldMaxSeconds must be an integer between 60 and 315360000 "
                                "seconds");
-    assert_int_equal(parse_opts("{\"retryDelay\":2592000001}", &o), -1);
+    assert_int_equal(parse_opts("{\"retryDelay\":2592000001}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "options.retryDelay must be an integer between 0 and 2592000000 milliseconds");
     /* -0 is zero */
-    assert_int_equal(parse_opts("{\"leaseTime\":-0}", &o), 0);
+    assert_int_equal(parse_opts("{\"leaseTime\":-0}", &o), QERR_OK);
     assert_int_equal(o.lease_time, 0);
 }
 
@@ -222,16 +223,16 @@ static void test_bools(void **state)
         char text[200], want[200];
         queue_options o;
         snprintf(text, sizeof text, "{\"%s\":true}", bool_opts[i].name);
-        assert_int_equal(parse_opts(text, &o), 0);
+        assert_int_equal(parse_opts(text, &o), QERR_OK);
         assert_int_equal(*(int64_t *)((char *)&o + bool_opts[i].offset), 1);
         snprintf(text, sizeof text, "{\"%s\":false}", bool_opts[i].name);
-        assert_int_equal(parse_opts(text, &o), 0);
+        assert_int_equal(parse_opts(text, &o), QERR_OK);
         assert_int_equal(*(int64_t *)((char *)&o + bool_opts[i].offset), 0);
         snprintf(want, sizeof want, "options.%s must be true or false", bool_opts[i].name);
         static const char *const wrong[] = {"1", "0", "\"true\"", "null", "[]", "{}", "1.5"};
         for (size_t k = 0; k < sizeof wrong / sizeof wrong[0]; k++) {
             snprintf(text, sizeof text, "{\"%s\":%s}", bool_opts[i].name, wrong[k]);
-            assert_int_equal(parse_opts(text, &o), -1);
+            assert_int_equal(parse_opts(text, &o), QERR_BAD_INPUT);
             assert_string_equal(g_err, want);
         }
     }
@@ -241,30 +242,30 @@ static void test_unknown_and_shape(void **state)
 {
     (void)state;
     queue_options o;
-    assert_int_equal(parse_opts("{\"foo\":1}", &o), -1);
+    assert_int_equal(parse_opts("{\"foo\":1}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "unknown option \"foo\"");
-    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"LeaseTime\":1}", &o), -1); /* names are case-sensitive */
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"LeaseTime\":1}", &o), QERR_BAD_INPUT); /* names are case-sensitive */
     assert_string_equal(g_err, "unknown option \"LeaseTime\"");
-    assert_int_equal(parse_opts("{\"\":1}", &o), -1);
+    assert_int_equal(parse_opts("{\"\":1}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "unknown option \"\"");
-    assert_int_equal(parse_opts("{\"f\\u006fo\":1}", &o), -1); /* the decoded name is reported */
+    assert_int_equal(parse_opts("{\"f\\u006fo\":1}", &o), QERR_BAD_INPUT); /* the decoded name is reported */
     assert_string_equal(g_err, "unknown option \"foo\"");
     static const char *const not_obj[] = {"[]", "1", "\"x\"", "true", "false", "[{\"windowBuffer\":1}]"};
     for (size_t i = 0; i < sizeof not_obj / sizeof not_obj[0]; i++) {
-        assert_int_equal(parse_opts(not_obj[i], &o), -1);
+        assert_int_equal(parse_opts(not_obj[i], &o), QERR_BAD_INPUT);
         assert_string_equal(g_err, "options must be an object");
     }
     /* an escaped key that decodes to a real name is that option */
-    assert_int_equal(parse_opts("{\"lease\\u0054ime\":5}", &o), 0);
+    assert_int_equal(parse_opts("{\"lease\\u0054ime\":5}", &o), QERR_OK);
     assert_int_equal(o.lease_time, 5);
     /* duplicate keys: the last one wins */
-    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"windowBuffer\":2}", &o), 0);
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"windowBuffer\":2}", &o), QERR_OK);
     assert_int_equal(o.window_buffer, 2);
     /* an error in a later member is still found */
-    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"retryLimit\":3,\"bogus\":true}", &o), -1);
+    assert_int_equal(parse_opts("{\"windowBuffer\":1,\"retryLimit\":3,\"bogus\":true}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "unknown option \"bogus\"");
     /* nested values do not confuse member iteration */
-    assert_int_equal(parse_opts("{\"priority\":1,\"foo\":{\"ttl\":[1,2,{\"x\":3}]},\"windowBuffer\":2}", &o), -1);
+    assert_int_equal(parse_opts("{\"priority\":1,\"foo\":{\"ttl\":[1,2,{\"x\":3}]},\"windowBuffer\":2}", &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, "unknown option \"foo\"");
 }
 
@@ -275,10 +276,10 @@ static void test_options_in_a_larger_document(void **state)
     json_doc d = {0};
     assert_int_equal(json_parse(&d, text, strlen(text), NULL), 0);
     queue_options o;
-    assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "options"), &o, g_err, sizeof g_err), 0);
+    assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "options"), &o, &g_det), QERR_OK);
     assert_int_equal(o.window_buffer, 42);
     assert_int_equal(o.priority, 7);
-    assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "missing"), &o, g_err, sizeof g_err), 0);
+    assert_int_equal(queue_options_parse(&d, json_get(&d, 0, "missing"), &o, &g_det), QERR_OK);
     assert_int_equal(o.ttl, 3600);
     json_doc_free(&d);
 }
@@ -293,7 +294,7 @@ static void test_ttl_stored(void **state)
     char in[64];
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         snprintf(in, sizeof in, "{\"ttl\":%lld}", (long long)ok[i]);
-        assert_int_equal(parse_opts(in, &o), 0);
+        assert_int_equal(parse_opts(in, &o), QERR_OK);
         assert_int_equal(o.ttl, ok[i]);
         buf b;
         buf_init(&b, 0);
@@ -304,7 +305,7 @@ static void test_ttl_stored(void **state)
     }
     static const char *const bad[] = {"{\"ttl\":-1}", "{\"ttl\":315360001}", "{\"ttl\":\"60\"}", "{\"ttl\":1.5}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(parse_opts(bad[i], &o), -1);
+        assert_int_equal(parse_opts(bad[i], &o), QERR_BAD_INPUT);
         assert_non_null(strstr(g_err, "options.ttl must be an integer between 0 and 315360000 seconds"));
     }
 }
@@ -315,54 +316,87 @@ static void test_sink_hold(void **state)
     queue_options o;
     const char *want_err = "options.retentionSinkHold must be a sink name (letters, digits, '-', '_', '.', at most "
                            "64) or null";
-    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"default\"}", &o), 0);
+    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"default\"}", &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, "default");
     buf b;
     buf_init(&b, 0);
     queue_options_json(&o, &b);
     assert_non_null(strstr(buf_cstr(&b), "\"retentionSinkHold\":\"default\","));
     buf_free(&b);
-    assert_int_equal(parse_opts("{\"retentionSinkHold\":null}", &o), 0);
+    assert_int_equal(parse_opts("{\"retentionSinkHold\":null}", &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, "");
     json_eq(&o, DEFAULTS_JSON);
-    assert_int_equal(parse_opts("{\"retentionSinkHold\":false}", &o), 0);
+    assert_int_equal(parse_opts("{\"retentionSinkHold\":false}", &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, "");
-    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"\"}", &o), 0);
+    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"\"}", &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, "");
-    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"a-b_c.D9\"}", &o), 0);
+    assert_int_equal(parse_opts("{\"retentionSinkHold\":\"a-b_c.D9\"}", &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, "a-b_c.D9");
 
     char text[200], name[80];
     memset(name, 'n', 64);
     name[64] = '\0';
     snprintf(text, sizeof text, "{\"retentionSinkHold\":\"%s\"}", name);
-    assert_int_equal(parse_opts(text, &o), 0);
+    assert_int_equal(parse_opts(text, &o), QERR_OK);
     assert_string_equal(o.retention_sink_hold, name);
     name[64] = 'n';
     name[65] = '\0';
     snprintf(text, sizeof text, "{\"retentionSinkHold\":\"%s\"}", name);
-    assert_int_equal(parse_opts(text, &o), -1);
+    assert_int_equal(parse_opts(text, &o), QERR_BAD_INPUT);
     assert_string_equal(g_err, want_err);
 
     static const char *const bad[] = {"\"bad name!\"", "\"a b\"", "\"a/b\"", "\"caf\xc3\xa9\"", "true", "1",
                                       "[]",           "{}",     "\"a\\nb\""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(text, sizeof text, "{\"retentionSinkHold\":%s}", bad[i]);
-        assert_int_equal(parse_opts(text, &o), -1);
+        assert_int_equal(parse_opts(text, &o), QERR_BAD_INPUT);
         assert_string_equal(g_err, want_err);
     }
 }
 
-static void test_small_error_buffer(void **state)
+/* An unknown name of 250 bytes is named whole in the sentence (the detail holds it). */
+static void test_long_unknown_name(void **state)
 {
     (void)state;
     json_doc d = {0};
-    const char *text = "{\"retentionSinkHoldMaxSeconds\":1}";
-    assert_int_equal(json_parse(&d, text, strlen(text), NULL), 0);
+    buf text;
+    buf_init(&text, 0);
+    buf_puts(&text, "{\"");
+    for (int i = 0; i < 250; i++)
+        buf_putc(&text, 'x');
+    buf_puts(&text, "\":1}");
+    assert_int_equal(json_parse(&d, text.data, text.len, NULL), 0);
     queue_options o;
-    char err[16];
-    assert_int_equal(queue_options_parse(&d, 0, &o, err, sizeof err), -1);
-    assert_string_equal(err, "options.retenti");
+    qerr_detail e;
+    assert_int_equal(queue_options_parse(&d, 0, &o, &e), QERR_BAD_INPUT);
+    assert_int_equal(strlen(e.text), strlen("unknown option \"\"") + 250);
+    assert_memory_equal(e.text, "unknown option \"xxx", 19);
+    json_doc_free(&d);
+    buf_free(&text);
+}
+
+/* The raw JSON of one option of an effective options object, null when absent or not an object. */
+static void test_option_raw(void **state)
+{
+    (void)state;
+    const char *text = "{\"leaseTime\":300,\"retentionSinkHold\":\"s3\",\"deadLetterQueue\":false,\"x\":{\"a\" : [1]}}";
+    json_doc d = {0};
+    assert_int_equal(json_parse(&d, text, strlen(text), NULL), 0);
+    buf b;
+    buf_init(&b, 0);
+    queue_option_raw(&b, &d, 1, "leaseTime");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "retentionSinkHold");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "deadLetterQueue");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "x");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 1, "ttl");
+    buf_putc(&b, ',');
+    queue_option_raw(&b, &d, 0, "leaseTime");
+    assert_string_equal(buf_cstr(&b), "300,\"s3\",false,{\"a\" : [1]},null,null");
+    buf_free(&b);
     json_doc_free(&d);
 }
 
@@ -379,7 +413,8 @@ int main(void)
         cmocka_unit_test(test_options_in_a_larger_document),
         cmocka_unit_test(test_sink_hold),
         cmocka_unit_test(test_ttl_stored),
-        cmocka_unit_test(test_small_error_buffer),
+        cmocka_unit_test(test_long_unknown_name),
+        cmocka_unit_test(test_option_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,8 +22,8 @@ static const char K2[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa9988776655
 static seal_key key_of(const char *t)
 {
     seal_key k;
-    char err[200];
-    assert_int_equal(seal_key_parse(t, &k, err, sizeof err), 0);
+    qerr_detail err;
+    assert_int_equal(seal_key_parse(t, &k, &err), QERR_OK);
     return k;
 }
 

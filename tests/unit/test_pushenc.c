@@ -339,10 +339,9 @@ static void test_seals_the_queues_that_need_it(void **state)
 {
     (void)state;
     seal_key k;
-    char err[128];
-    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &k, err,
-                                    sizeof err),
-                     0);
+    qerr_detail err;
+    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &k, &err),
+                     QERR_OK);
     seal_set_node_key(&k);
     sealq *sq = sealq_new();
     sealq_set(sq, T1, "secret", 6, 1, mono_ms());

@@ -41,6 +41,34 @@ static void test_set_and_return(void **state)
     assert_int_equal(strlen(d.text), QERR_TEXT_MAX - 1);
 }
 
+static void test_reason_and_index(void **state)
+{
+    (void)state;
+    qerr_detail d;
+    memset(&d, 0x5a, sizeof d);
+    /* qerr_set clears what an earlier failure left */
+    assert_int_equal(qerr_set(&d, QERR_BAD_INPUT, "x", "y"), QERR_BAD_INPUT);
+    assert_null(d.reason);
+    assert_int_equal(d.index, -1);
+    assert_int_equal(qerr_set_reason(&d, QERR_BAD_INPUT, "timer_invalid_payload", "not_base64", "op %d", 2),
+                     QERR_BAD_INPUT);
+    assert_string_equal(d.code, "timer_invalid_payload");
+    assert_string_equal(d.reason, "not_base64");
+    assert_string_equal(d.text, "op 2");
+    assert_int_equal(d.index, -1);
+    assert_int_equal(qerr_at(&d, QERR_BAD_INPUT, 3), QERR_BAD_INPUT);
+    assert_int_equal(d.index, 3);
+    assert_int_equal(qerr_at(NULL, QERR_LIMIT, 3), QERR_LIMIT);
+    assert_int_equal(qerr_set_reason(NULL, QERR_CONFLICT, "a", "b", "c"), QERR_CONFLICT);
+    /* a sentence the module wrote itself is kept; kind and code are set, reason and index cleared */
+    snprintf(d.text, sizeof d.text, "ERROR boot: FATAL: queen: X=1 is outside 2..=3.");
+    assert_int_equal(qerr_mark(&d, QERR_BAD_INPUT, NULL), QERR_BAD_INPUT);
+    assert_string_equal(d.text, "ERROR boot: FATAL: queen: X=1 is outside 2..=3.");
+    assert_null(d.code);
+    assert_null(d.reason);
+    assert_int_equal(d.index, -1);
+}
+
 static void test_every_enum(void **state)
 {
     (void)state;
@@ -63,6 +91,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_and_return),
         cmocka_unit_test(test_every_enum),
+        cmocka_unit_test(test_reason_and_index),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 typedef struct parsed {
     int rc;
     const char *code;
-    char err[300];
+    char err[QERR_TEXT_MAX];
     fetch_args fa;
     changed_args ca;
 } parsed;

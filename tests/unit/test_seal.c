@@ -22,9 +22,10 @@ static const char OTHER_HEX[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa998
 static seal_key key_of(const char *text)
 {
     seal_key k;
-    char err[256] = "";
-    if (seal_key_parse(text, &k, err, sizeof err) != 0)
-        fail_msg("seal_key_parse(%s): %s", text, err);
+    qerr_detail err;
+    memset(&err, 0, sizeof err);
+    if (seal_key_parse(text, &k, &err) != QERR_OK)
+        fail_msg("seal_key_parse(%s): %s", text, err.text);
     return k;
 }
 
@@ -265,21 +266,22 @@ static void test_key_parse(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         seal_key k;
-        char err[256] = "";
+        qerr_detail err;
+        memset(&err, 0, sizeof err);
         memset(&k, 0x5a, sizeof k);
-        assert_int_equal(seal_key_parse(bad[i].text, &k, err, sizeof err), -1);
-        assert_string_equal(err, bad[i].err);
+        assert_int_equal(seal_key_parse(bad[i].text, &k, &err), QERR_BAD_INPUT);
+        assert_string_equal(err.text, bad[i].err);
         /* the error never quotes the text */
         if (strlen(bad[i].text) >= 4)
-            assert_null(strstr(err, bad[i].text));
+            assert_null(strstr(err.text, bad[i].text));
         /* out is untouched */
         for (size_t j = 0; j < sizeof k.key; j++)
             assert_int_equal(k.key[j], 0x5a);
     }
     /* NULL reads as empty */
     seal_key k;
-    char err[256];
-    assert_int_equal(seal_key_parse(NULL, &k, err, sizeof err), -1);
+    qerr_detail err;
+    assert_int_equal(seal_key_parse(NULL, &k, &err), QERR_BAD_INPUT);
 }
 
 static void test_node_key(void **state)

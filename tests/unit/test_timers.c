@@ -24,8 +24,8 @@ typedef struct parsed {
     arena ar;
     timer_op *ops;
     int n;
-    int rc;
-    timer_refusal why;
+    qerr rc;
+    qerr_detail why;
 } parsed;
 
 static void parse(parsed *p, const char *text)
@@ -55,7 +55,7 @@ static void parse_op(parsed *p, const char *op)
 }
 
 /* "code:reason" of a refusal */
-static const char *code_reason(const timer_refusal *w)
+static const char *code_reason(const qerr_detail *w)
 {
     static char out[128];
     snprintf(out, sizeof out, "%s:%s", w->code, w->reason);
@@ -67,13 +67,12 @@ static void refused(const char *op, const char *reason, const char *detail)
 {
     parsed p;
     parse_op(&p, op);
-    if (p.rc != -1)
+    if (p.rc != QERR_BAD_INPUT)
         fail_msg("expected a refusal for %s", op);
-    assert_int_equal(p.why.status, 400);
     assert_string_equal(code_reason(&p.why), reason);
     assert_int_equal(p.why.index, 0);
-    if (!strstr(p.why.detail, detail))
-        fail_msg("detail \"%s\" does not hold \"%s\"", p.why.detail, detail);
+    if (!strstr(p.why.text, detail))
+        fail_msg("detail \"%s\" does not hold \"%s\"", p.why.text, detail);
     parsed_free(&p);
 }
 
@@ -92,7 +91,7 @@ static void test_schedule_defaults(void **state)
     /* {"total": 42.00} */
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"order:9/expire\",\"payload\":"
                  "\"eyJ0b3RhbCI6IDQyLjAwfQ==\",\"delayMs\":1500}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.n, 1);
     timer_op *o = &p.ops[0];
     assert_int_equal(o->kind, TIMER_OP_SCHEDULE);
@@ -114,7 +113,7 @@ static void test_schedule_defaults(void **state)
 
     parse_op(&p, "{\"op\":\"reschedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ\",\"delayMs\":0,"
                  "\"txn\":\"t-1\",\"partition\":\"p7\",\"payloadZstd\":false}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     o = &p.ops[0];
     assert_int_equal(o->kind, TIMER_OP_RESCHEDULE);
     assert_string_equal(o->txn, "t-1");
@@ -125,18 +124,18 @@ static void test_schedule_defaults(void **state)
 
     /* a cancel: queue, timerKey, txn only */
     parse_op(&p, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\"}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.ops[0].kind, TIMER_OP_CANCEL);
     assert_null(p.ops[0].txn);
     assert_null(p.ops[0].partition);
     parsed_free(&p);
     parse_op(&p, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"txn\":\"t\\u00e9\"}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_string_equal(p.ops[0].txn, "t\xc3\xa9");
     parsed_free(&p);
     /* "" is no txn (as for a push) */
     parse_op(&p, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\",\"txn\":\"\"}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_null(p.ops[0].txn);
     parsed_free(&p);
 }
@@ -147,15 +146,15 @@ static void test_delay(void **state)
     parsed p;
     /* a delay in the past fires on the next round */
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":-5000}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.ops[0].delay_us, 0);
     parsed_free(&p);
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":315360000000}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.ops[0].delay_us, 315360000000000LL);
     parsed_free(&p);
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":-315360000000}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     parsed_free(&p);
     const char *range = "delayMs must be an integer between -315360000000 and 315360000000";
     refused("{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"payload\":\"MQ==\",\"delayMs\":315360000001}",
@@ -239,7 +238,7 @@ static void test_fields(void **state)
     buf_printf(&op, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"%s\"}", buf_cstr(&b));
     parsed p;
     parse_op(&p, buf_cstr(&op));
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     parsed_free(&p);
     buf_reset(&op);
     buf_printf(&op, "{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"%sk\"}", buf_cstr(&b));
@@ -280,7 +279,7 @@ static void test_payloads(void **state)
     parsed p;
     snprintf(op, sizeof op, SCHED "\"%s\"}", b64(" [ \"caf\\u00e9\" , 1.50 ] ", 24, &k));
     parse_op(&p, op);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.ops[0].payload_len, 24);
     assert_memory_equal(p.ops[0].payload, " [ \"caf\\u00e9\" , 1.50 ] ", 24);
     parsed_free(&p);
@@ -298,11 +297,11 @@ static void test_payloads(void **state)
         buf_puts(&body, "\"}");
         parse_op(&p, buf_cstr(&body));
         if (extra) {
-            assert_int_equal(p.rc, -1);
+            assert_int_equal(p.rc, QERR_BAD_INPUT);
             assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:payload_too_large");
-            assert_non_null(strstr(p.why.detail, "at most 4194304"));
+            assert_non_null(strstr(p.why.text, "at most 4194304"));
         } else {
-            assert_int_equal(p.rc, 0);
+            assert_int_equal(p.rc, QERR_OK);
             assert_int_equal(p.ops[0].payload_len, n);
         }
         parsed_free(&p);
@@ -352,7 +351,7 @@ static void test_zstd(void **state)
     const char *json = "{\"order\": 7, \"lines\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]}";
     zstd_b64(json, strlen(json), 0, &z);
     parse_op(&p, ZOP(buf_cstr(&z)));
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     /* stored decompressed: the message a consumer reads is the JSON text */
     assert_int_equal(p.ops[0].payload_len, strlen(json));
     assert_memory_equal(p.ops[0].payload, json, strlen(json));
@@ -382,7 +381,7 @@ static void test_zstd(void **state)
         buf_reset(&z);
         b64_encode(&z, f, n1);
         parse_op(&p, ZOP(buf_cstr(&z)));
-        assert_int_equal(p.rc, -1);
+        assert_int_equal(p.rc, QERR_BAD_INPUT);
         assert_true(strcmp(code_reason(&p.why), "timer_invalid_payload:zstd_invalid") == 0 ||
                     strcmp(code_reason(&p.why), "timer_invalid_payload:not_json") == 0);
         parsed_free(&p);
@@ -399,11 +398,11 @@ static void test_zstd(void **state)
         zstd_b64(big, n, 0, &z);
         parse_op(&p, ZOP(buf_cstr(&z)));
         if (extra) {
-            assert_int_equal(p.rc, -1);
+            assert_int_equal(p.rc, QERR_BAD_INPUT);
             assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:payload_too_large");
-            assert_non_null(strstr(p.why.detail, "decompresses to 4194305 bytes"));
+            assert_non_null(strstr(p.why.text, "decompresses to 4194305 bytes"));
         } else {
-            assert_int_equal(p.rc, 0);
+            assert_int_equal(p.rc, QERR_OK);
             assert_int_equal(p.ops[0].payload_len, n);
         }
         parsed_free(&p);
@@ -418,7 +417,7 @@ static void test_bodies(void **state)
     (void)state;
     parsed p;
     parse(&p, "{\"operations\":[]}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     assert_int_equal(p.n, 0);
     parsed_free(&p);
     const char *shape = "the body is {\"operations\": [op, ...]} and nothing else";
@@ -430,21 +429,21 @@ static void test_bodies(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(bodies); i++) {
         parse(&p, bodies[i]);
-        assert_int_equal(p.rc, -1);
+        assert_int_equal(p.rc, QERR_BAD_INPUT);
         assert_string_equal(code_reason(&p.why), "timer_invalid_body:shape");
         assert_int_equal(p.why.index, -1);
-        assert_non_null(strstr(p.why.detail, shape));
+        assert_non_null(strstr(p.why.text, shape));
         parsed_free(&p);
     }
     parse(&p, "{\"operations\":{}}");
-    assert_int_equal(p.rc, -1);
+    assert_int_equal(p.rc, QERR_BAD_INPUT);
     assert_string_equal(code_reason(&p.why), "timer_invalid_body:not_array");
-    assert_string_equal(p.why.detail, "operations must be an array of timer ops");
+    assert_string_equal(p.why.text, "operations must be an array of timer ops");
     parsed_free(&p);
     /* the second op's refusal names it */
     parse(&p, "{\"operations\":[{\"op\":\"cancel\",\"queue\":\"q\",\"timerKey\":\"k\"},{\"op\":\"x\"}]}");
-    assert_int_equal(p.rc, -1);
-    assert_non_null(strstr(p.why.detail, "operations[1]: op must be"));
+    assert_int_equal(p.rc, QERR_BAD_INPUT);
+    assert_non_null(strstr(p.why.text, "operations[1]: op must be"));
     assert_int_equal(p.why.index, 1);
     parsed_free(&p);
     /* at most TIMER_BATCH_MAX_OPS, both sides */
@@ -457,11 +456,11 @@ static void test_bodies(void **state)
         buf_puts(&b, "]}");
         parse(&p, buf_cstr(&b));
         if (extra) {
-            assert_int_equal(p.rc, -1);
+            assert_int_equal(p.rc, QERR_BAD_INPUT);
             assert_string_equal(code_reason(&p.why), "timer_limit_exceeded:too_many_ops");
-            assert_string_equal(p.why.detail, "operations holds 1001 ops; at most 1000 are taken at once");
+            assert_string_equal(p.why.text, "operations holds 1001 ops; at most 1000 are taken at once");
         } else {
-            assert_int_equal(p.rc, 0);
+            assert_int_equal(p.rc, QERR_OK);
             assert_int_equal(p.n, TIMER_BATCH_MAX_OPS);
         }
         parsed_free(&p);
@@ -476,9 +475,9 @@ static void test_bodies(void **state)
     arena_init(&ar);
     timer_op *ops;
     int n;
-    timer_refusal why;
-    assert_int_equal(timer_ops_parse(&d, json_get(&d, 0, "timers"), "timers", &ar, &ops, &n, &why), -1);
-    assert_string_equal(why.detail, "timers[0]: queue is required (a string)");
+    qerr_detail why;
+    assert_int_equal(timer_ops_parse(&d, json_get(&d, 0, "timers"), "timers", &ar, &ops, &n, &why), QERR_BAD_INPUT);
+    assert_string_equal(why.text, "timers[0]: queue is required (a string)");
     arena_free(&ar);
     json_doc_free(&d);
 }
@@ -487,19 +486,19 @@ static void test_cancel_op(void **state)
 {
     (void)state;
     timer_op op;
-    timer_refusal why;
-    assert_int_equal(timer_cancel_op("q", 1, "a/b", 3, "t", 1, &op, &why), 0);
+    qerr_detail why;
+    assert_int_equal(timer_cancel_op("q", 1, "a/b", 3, "t", 1, &op, &why), QERR_OK);
     assert_int_equal(op.kind, TIMER_OP_CANCEL);
     assert_string_equal(op.txn, "t");
-    assert_int_equal(timer_cancel_op("q", 1, "a/b", 3, "", 0, &op, &why), 0);
+    assert_int_equal(timer_cancel_op("q", 1, "a/b", 3, "", 0, &op, &why), QERR_OK);
     assert_null(op.txn);
     char big[1100];
     memset(big, 'k', sizeof big);
-    assert_int_equal(timer_cancel_op("q", 1, big, 1025, NULL, 0, &op, &why), -1);
+    assert_int_equal(timer_cancel_op("q", 1, big, 1025, NULL, 0, &op, &why), QERR_BAD_INPUT);
     assert_string_equal(code_reason(&why), "timer_invalid_name:key_invalid");
-    assert_int_equal(timer_cancel_op(big, 256, "k", 1, NULL, 0, &op, &why), -1);
+    assert_int_equal(timer_cancel_op(big, 256, "k", 1, NULL, 0, &op, &why), QERR_BAD_INPUT);
     assert_string_equal(code_reason(&why), "timer_invalid_name:queue_invalid");
-    assert_int_equal(timer_cancel_op("q", 1, "k", 1, big, 256, &op, &why), -1);
+    assert_int_equal(timer_cancel_op("q", 1, "k", 1, big, 256, &op, &why), QERR_BAD_INPUT);
     assert_string_equal(code_reason(&why), "timer_invalid_name:txn_invalid");
 }
 
@@ -516,7 +515,7 @@ static void test_record(void **state)
              "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":1,\"txn\":\"t-9\",\"payload\":\"%s\"}",
              b64("[ \"caf\\u00e9\" , 1.50 ]", 22, &k));
     parse_op(&p, op);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     buf seg;
     buf_init(&seg, 0);
     segment_begin(&seg);
@@ -548,15 +547,14 @@ static void test_sealed_records(void **state)
 {
     (void)state;
     seal_key key;
-    char err[200];
-    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key, err,
-                                    sizeof err),
-                     0);
+    qerr_detail err;
+    assert_int_equal(seal_key_parse("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", &key, &err),
+                     QERR_OK);
     parsed p;
     /* {"total":42.00} */
     parse_op(&p, "{\"op\":\"schedule\",\"queue\":\"q\",\"timerKey\":\"k\",\"delayMs\":5,\"txn\":\"t-9\","
                  "\"payload\":\"eyJ0b3RhbCI6NDIuMDB9\"}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     buf plain, rec, seg, out;
     buf_init(&plain, 0);
     buf_init(&rec, 0);
@@ -625,7 +623,7 @@ static void test_ops_params(void **state)
     parsed p;
     parse(&p, "{\"operations\":[{\"op\":\"schedule\",\"queue\":\"a\",\"timerKey\":\"k\",\"delayMs\":1,\"payload\":"
               "\"MQ==\"},{\"op\":\"cancel\",\"queue\":\"b\",\"timerKey\":\"k\"}]}");
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, QERR_OK);
     uint8_t tenant[16] = {0};
     timer_params tp;
     timer_ops_params(tenant, p.ops, p.n, NULL, 0, &tp);

@@ -211,3 +211,34 @@ test('locks: acquire, background renew with the new token, release, against a fa
     assert.deepEqual(calls[0], { op: 'acquire', name: 'nightly', ttlSeconds: 0.3, owner: l.owner });
   } finally { srv.close(); }
 });
+
+test('row versions: a state read remembers what it saw, the commit sends it on the first op of each key', async () => {
+  const { Runner } = await import('../src/streams/runner.js');
+  const r = Object.create(Runner.prototype);
+  r.reads = new Map();
+  r.serverQueryId = 'q';
+  const sent = [];
+  r.post = async (path, body) => {
+    sent.push([path, body]);
+    if (path === '/streams/v1/state/get') {
+      return { success: true, rows: (body.keys.length ? [] : [{ key: 'w1', value: {}, version: 17 }]) };
+    }
+    return { success: true };
+  };
+  r.stats = { stateOpsTotal: 0, pushItemsTotal: 0, cyclesTotal: 0, flushCyclesTotal: 0 };
+  // a filtered read: only what it returned or named is known
+  await r.stateGet('p', { key_prefix: 'tumb' });
+  assert.equal(sent[0][1].versions, true);
+  await r.commit({ partition_id: 'p', state_ops: [{ type: 'delete', key: 'w1' }, { type: 'upsert', key: 'w2' }], push_items: [] });
+  assert.deepEqual(sent[1][1].state_ops, [{ type: 'delete', key: 'w1', version: 17 }, { type: 'upsert', key: 'w2' }]);
+  // a read of every row: a key it did not return was absent (0); a second op of a key carries none
+  await r.stateGet('p');
+  await r.stateGet('p', { keys: ['__wm__'] });
+  await r.commit({ partition_id: 'p', push_items: [], state_ops: [{ type: 'delete', key: 'w1' }, { type: 'upsert', key: 'w1' },
+    { type: 'upsert', key: 'w3' }, { type: 'upsert', key: '__wm__' }] });
+  assert.deepEqual(sent[4][1].state_ops, [{ type: 'delete', key: 'w1', version: 17 }, { type: 'upsert', key: 'w1' },
+    { type: 'upsert', key: 'w3', version: 0 }, { type: 'upsert', key: '__wm__', version: 0 }]);
+  // a commit consumes its reads: the next one without a read sends no version
+  await r.commit({ partition_id: 'p', push_items: [], state_ops: [{ type: 'upsert', key: 'w1' }] });
+  assert.deepEqual(sent[5][1].state_ops, [{ type: 'upsert', key: 'w1' }]);
+});

@@ -1,8 +1,12 @@
 -- cp_purge_v1: empties a cluster's tenant — every queue (with its partitions, segments,
 -- cursors, leases and dead letters), KV row, timer and stream — by deleting the tenant row,
 -- which cascades, and inserting it again with its name and status. p_remove also deletes the
--- cluster itself (and leaves the tenant row deleted). Returns false when there is no cluster
--- of that name.
+-- cluster itself (and leaves the tenant row deleted). Either way the cluster's sink goes too
+-- (its queen.cp_sinks row and its sealed secret in the proxy's tenant: every node stops the
+-- tenant's sink at its next read; nothing in the bucket is deleted). Returns false when there
+-- is no cluster of that name. Locks: the cluster row, the secret's KV row (space 0, the proxy's
+-- tenant, which sorts before every cluster tenant), the sink row, then the tenant row and its
+-- cascade (docs/lock-order.md).
 CREATE OR REPLACE FUNCTION queen.cp_purge_v1(p_name text, p_remove boolean) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -14,6 +18,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    DELETE FROM queen.kv k
+     WHERE k.tenant_id = '00000000-0000-0000-0000-000000000002'::uuid
+       AND k.namespace = 'queen-cp-s3' AND k.key = v_tenant::text;
+    DELETE FROM queen.cp_sinks s WHERE s.cluster = p_name;
     DELETE FROM queen.tenants t WHERE t.id = v_tenant RETURNING t.name, t.status INTO v_tname, v_status;
     IF p_remove THEN
         DELETE FROM queen.cp_clusters c WHERE c.name = p_name;

@@ -1,6 +1,6 @@
 -- streams_register_v1: registers a streaming query by name (POST /streams/v1/queries).
 -- outcome: 'fresh' (created), 'resumed' (same config_hash: the source and sink are updated),
--- 'reset' (a different hash with p_reset: the query's state rows are deleted, its id and
+-- 'reset' (a different hash with p_reset: the query's state rows and tombstones are deleted, its id and
 -- therefore its consumer group's cursor are kept, the hash is replaced), 'conflict' (a
 -- different hash without p_reset: nothing changes). The query row is locked (FOR UPDATE), so
 -- two first registrations of one name with different hashes cannot both win: the second one
@@ -29,6 +29,7 @@ BEGIN
     ELSIF p_reset THEN
         DELETE FROM queen.stream_state s WHERE s.query_id = q.id;
         GET DIAGNOSTICS n = ROW_COUNT;
+        DELETE FROM queen.stream_tombstones t WHERE t.query_id = q.id;
         UPDATE queen.stream_queries x
            SET source_queue = p_source, sink_queue = nullif(p_sink, ''), config_hash = p_hash, updated_at = now()
          WHERE x.id = q.id;

@@ -79,6 +79,11 @@ export class Runner {
     this.configHash = stream.configHash();
     this.serverQueryId = null;
     this.parts = new Map(); // partitionId -> {name, touchedAt, sourceUs}
+    // partitionId -> what the state reads since its last commit saw: {full, versions: key -> row
+    // version (0 = read as absent)}. The commit sends each op's version, so the broker applies it
+    // only to the row as it was read (docs/streams.md, "Row versions"); reads and commits of one
+    // partition are serialised by withPartition.
+    this.reads = new Map();
     this.partLocks = new Map();
     this.stopped = false;
     this.popAbort = new AbortController();
@@ -164,7 +169,9 @@ export class Runner {
   // one in-flight piece of work per partition in this process (main cycle or flush)
   withPartition(id, fn) {
     const prev = this.partLocks.get(id) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
+    // each turn starts from no state read (one that did not commit must not lend its versions)
+    const run = () => { this.reads.delete(id); return fn(); };
+    const next = prev.then(run, run);
     const tail = next.catch(() => {});
     this.partLocks.set(id, tail);
     tail.then(() => { if (this.partLocks.get(id) === tail) this.partLocks.delete(id); });
@@ -276,7 +283,25 @@ export class Runner {
     }));
   }
 
+  // the versions of what this cycle read: on the first op of each key (a later op of the same
+  // key applies to this cycle's own write); a key no read returned is known absent only after a
+  // read of every row
+  withVersions(body) {
+    const r = this.reads.get(body.partition_id);
+    this.reads.delete(body.partition_id);
+    if (!r) return body;
+    const seen = new Set();
+    const ops = body.state_ops.map((op) => {
+      if (seen.has(op.key)) return op;
+      seen.add(op.key);
+      const v = r.versions.has(op.key) ? r.versions.get(op.key) : r.full ? 0 : undefined;
+      return v === undefined ? op : { ...op, version: v };
+    });
+    return { ...body, state_ops: ops };
+  }
+
   async commit(body, { flush = false } = {}) {
+    body = this.withVersions(body);
     const res = await this.post('/streams/v1/cycle', body);
     if (!res?.success) throw new StreamsError(`cycle failed: ${res?.error ?? 'no answer'}`, 'STREAMS_CYCLE_FAILED', { body: res });
     this.stats.stateOpsTotal += body.state_ops.length;
@@ -286,9 +311,16 @@ export class Runner {
   }
 
   async stateGet(pid, extra = {}) {
-    const res = await this.post('/streams/v1/state/get', { query_id: this.serverQueryId, partition_id: pid, keys: [], ...extra });
+    const res = await this.post('/streams/v1/state/get', { query_id: this.serverQueryId, partition_id: pid, keys: [], ...extra, versions: true });
     if (!res?.success) throw new StreamsError(`state/get failed: ${res?.error ?? 'no answer'}`, 'STREAMS_STATE_FAILED', { body: res });
-    return res.rows ?? [];
+    const rows = res.rows ?? [];
+    let r = this.reads.get(pid);
+    if (!r) this.reads.set(pid, (r = { full: false, versions: new Map() }));
+    for (const row of rows) if (typeof row.version === 'number') r.versions.set(row.key, row.version);
+    const keys = extra.keys ?? [];
+    if (keys.length) { for (const k of keys) if (!r.versions.has(k)) r.versions.set(k, 0); }
+    else if (extra.key_prefix == null && extra.ripe_at_or_before == null) r.full = true;
+    return rows;
   }
 
   async processPartition(pid, msgs, popLeaseId) {

@@ -179,6 +179,11 @@ struct Rt {
     stats: Mutex<StreamStats>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     touched: Mutex<HashMap<String, Touched>>,
+    /// partition -> the row versions its last state read saw (every row: a key it did not
+    /// return was absent). The commit sends each op's version, so the broker applies it only
+    /// to the row as it was read (docs/streams.md, "Row versions"); reads and commits of one
+    /// partition are serialised by its lock.
+    reads: Mutex<HashMap<String, HashMap<String, i64>>>,
     on_error: Option<Arc<dyn Fn(&Error) + Send + Sync>>,
 }
 
@@ -231,6 +236,7 @@ pub(crate) async fn start(stream: Stream, queen: Queen, opts: RunOptions) -> Res
         stats: Mutex::new(StreamStats::default()),
         locks: Mutex::new(HashMap::new()),
         touched: Mutex::new(HashMap::new()),
+        reads: Mutex::new(HashMap::new()),
         on_error: opts.on_error.clone(),
     });
     let mut tasks = vec![];
@@ -354,6 +360,7 @@ impl Rt {
                 cycles.spawn(async move {
                     let lock = me.lock_of(&pid);
                     let _guard = lock.lock().await;
+                    me.reads.lock().unwrap().remove(&pid);
                     let n = g.len() as u64;
                     match me.cycle(&pid, &g).await {
                         Ok(()) => {
@@ -385,21 +392,42 @@ impl Rt {
     }
 
     async fn state_get(&self, pid: &str) -> Result<Map<String, Value>> {
-        let v = self.queen.http.post("/streams/v1/state/get", &json!({"query_id": self.qid, "partition_id": pid, "keys": []})).await?.unwrap_or(Value::Null);
+        let v = self
+            .queen
+            .http
+            .post("/streams/v1/state/get", &json!({"query_id": self.qid, "partition_id": pid, "keys": [], "versions": true}))
+            .await?
+            .unwrap_or(Value::Null);
         if v.get("success").and_then(Value::as_bool) == Some(false) {
             return Err(Error::Protocol(format!("state/get: {}", v.get("error").cloned().unwrap_or(Value::Null))));
         }
         let mut out = Map::new();
+        let mut versions = HashMap::new();
         for r in v.get("rows").and_then(Value::as_array).into_iter().flatten() {
             if let Some(k) = r.get("key").and_then(Value::as_str) {
                 out.insert(k.to_string(), r.get("value").cloned().unwrap_or(Value::Null));
+                if let Some(ver) = r.get("version").and_then(Value::as_i64) {
+                    versions.insert(k.to_string(), ver);
+                }
             }
         }
+        self.reads.lock().unwrap().insert(pid.to_string(), versions);
         Ok(out)
     }
 
-    async fn commit(&self, pid: &str, state_ops: Vec<Value>, push_items: Vec<Value>, ack: Value, release_lease: bool) -> Result<()> {
+    async fn commit(&self, pid: &str, mut state_ops: Vec<Value>, push_items: Vec<Value>, ack: Value, release_lease: bool) -> Result<()> {
         let (nso, npi) = (state_ops.len() as u64, push_items.len() as u64);
+        // the version of the row as read, on the first op of each key (a later op of the same
+        // key applies to this cycle's own write)
+        if let Some(read) = self.reads.lock().unwrap().remove(pid) {
+            let mut seen = std::collections::HashSet::new();
+            for op in state_ops.iter_mut() {
+                let Some(k) = op.get("key").and_then(Value::as_str).map(str::to_string) else { continue };
+                if seen.insert(k.clone()) {
+                    op["version"] = json!(read.get(&k).copied().unwrap_or(0));
+                }
+            }
+        }
         let body = json!({"query_id": self.qid, "partition_id": pid, "consumer_group": self.group, "state_ops": state_ops,
             "push_items": push_items, "ack": ack, "release_lease": release_lease});
         let v = self.queen.http.post("/streams/v1/cycle", &body).await?.unwrap_or(Value::Null);
@@ -626,6 +654,7 @@ impl Rt {
             let last_write = changed.partitions.iter().find(|p| p.id == pid).and_then(|p| p.last_write_at.as_deref()).and_then(parse_iso_us);
             let lock = self.lock_of(&pid);
             let _g = lock.lock().await;
+            self.reads.lock().unwrap().remove(&pid);
             // the in-memory stamp may have moved while waiting for the lock
             let t_now = self.touched.lock().unwrap().get(&pid).cloned().unwrap_or(t);
             // not listed under a `since`: no write at or after it, and `since` ≤ this
