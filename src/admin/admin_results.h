@@ -98,6 +98,13 @@ enum list_messages_kind {
     X(FIND_DATA, data, bytea)
 enum message_find_col { MESSAGE_FIND_V1_COLUMNS(DB_COL_ENUM) MESSAGE_FIND_NCOLS };
 
+/* queen.record_at_v1: one encoded record at an offset (admin_record_decode), with its stamp;
+ * the trace reads take `rec` (api/api_traces.c) */
+#define RECORD_AT_V1_COLUMNS(X)                                                                                \
+    X(RECORD_AT_TS, ts, int8)                                                                                  \
+    X(RECORD_AT_REC, rec, bytea)
+enum record_at_col { RECORD_AT_V1_COLUMNS(DB_COL_ENUM) RECORD_AT_NCOLS };
+
 /* queen.dlq_claim_v1: one row */
 #define DLQ_CLAIM_V1_COLUMNS(X)                                                                                \
     X(DLQ_CLAIM_STATUS, status, text) /* ok, not_found, already_requeued, no_record */                        \

@@ -86,13 +86,18 @@ void api_cp_admit_proceed(http_req *r)
     http_proceed(r);
 }
 
-int api_cp_push_refused(http_req *r)
+int api_cp_refused(http_req *r, int kind)
 {
     app *a = r->app;
     if (!a->cp)
         return 0;
-    enum cp_verdict v = cp_push_verdict(a->cp, r->tenant, 2);
+    enum cp_verdict v = cp_push_verdict(a->cp, r->tenant, kind);
     return respond_verdict(r, v, cp_by_tenant(a->cp, r->tenant), 0);
+}
+
+int api_cp_push_refused(http_req *r)
+{
+    return api_cp_refused(r, 2);
 }
 
 /* ------------------------------------------------------------------ the proxy's gate */

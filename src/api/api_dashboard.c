@@ -58,6 +58,12 @@ static const char DEPTH_GROUP_SQL[] =
     "LEFT JOIN queen.group_lag_v1($1::uuid, $2::text, $3::text, 1) g ON g.partition_id = p.id "
     "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $4::int8";
 
+/* The group's delivery policy on the queue (queen.group_policies): 1 row = conflates.
+ * $1 tenant, $2 queue, $3 group */
+static const char DEPTH_POLICY_SQL[] =
+    "SELECT 1 FROM queen.group_policies gp JOIN queen.queues q ON q.id = gp.queue_id "
+    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text AND gp.consumer_group = $3::text AND gp.conflation";
+
 static void on_depth(api_query *q, PGresult *const *res)
 {
     http_req *r = q->http;
@@ -91,10 +97,12 @@ static void on_depth(api_query *q, PGresult *const *res)
         jw_cstr(&b, group);
     else
         buf_puts(&b, "null");
-    /* no conflation on this broker: a group's work depth is its log depth */
-    buf_printf(&b, ",\"pending\":%lld,\"partitionsPending\":%lld,\"conflation\":false,\"effectivePending\":%lld,"
+    /* a conflating group hands out one record per partition that owes work: its work depth is
+     * partitionsPending; any other's is its log depth (no group named: queue level, no policy) */
+    int conf = group && PQntuples(res[2]) > 0;
+    buf_printf(&b, ",\"pending\":%lld,\"partitionsPending\":%lld,\"conflation\":%s,\"effectivePending\":%lld,"
                    "\"partitions\":[",
-               (long long)pending, (long long)parts, (long long)pending);
+               (long long)pending, (long long)parts, conf ? "true" : "false", (long long)(conf ? parts : pending));
     buf_append(&b, list.data, list.len);
     buf_puts(&b, "]}");
     buf_free(&list);
@@ -116,12 +124,17 @@ void api_resources_queue_depth(http_req *r)
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_text(q, s, group);
+        api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
+        s = api_query_stmt(q, DEPTH_POLICY_SQL);
+        api_param_uuid(q, s, r->tenant);
+        api_param_text(q, s, r->params[0]);
+        api_param_text(q, s, group);
     } else {
         s = api_query_stmt(q, DEPTH_QUEUE_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
+        api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
     }
-    api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
     api_query_submit(q);
 }
 

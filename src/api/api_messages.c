@@ -328,6 +328,8 @@ typedef struct get_ctx {
     buf scratch;
     seg_reader sr;  /* the segment the record was found in: its views live until get_ctx_free */
     int found_row;  /* its row in message_find_v1's result */
+    api_locate_fn located; /* api_message_locate */
+    void *located_arg;
 } get_ctx;
 
 static void get_ctx_free(get_ctx *c)
@@ -553,21 +555,18 @@ static void on_message(api_query *q, PGresult *const *res)
     buf_free(&b);
 }
 
-/* The statements that find one record: 0 its partition, 1 the segments that may hold it,
- * 2 the partition's cursors (with_cursors), then its dead letters. */
-static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, api_query **out)
+/* The statements that find one record of partition pu: 0 its partition, 1 the segments that
+ * may hold it, 2 the partition's cursors (with_cursors), then its dead letters. */
+static get_ctx *record_query(http_req *r, const uuid *pu_in, const char *txn, size_t txn_len, api_query_fn done,
+                             int with_cursors, api_query **out)
 {
-    uuid pu;
-    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
-        http_respond_error(r, 400, "partitionId must be a UUID");
-        return NULL;
-    }
+    uuid pu = *pu_in;
     get_ctx *c = arena_alloc(&r->ar, sizeof *c);
     memset(c, 0, sizeof *c);
     buf_init(&c->scratch, 0);
     memcpy(c->part, pu.b, 16);
-    c->txn = r->params[1];
-    c->txn_len = strlen(c->txn);
+    c->txn = txn;
+    c->txn_len = txn_len;
     uuid mid;
     if (uuid_parse(c->txn, c->txn_len, &mid) == 0 && uuid_message_id_decode(&mid, &c->msg_pid, &c->msg_off) == 0)
         c->is_msg_id = 1;
@@ -608,6 +607,61 @@ static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, 
         api_param_null(q, s);
     *out = q;
     return c;
+}
+
+static get_ctx *message_query(http_req *r, api_query_fn done, int with_cursors, api_query **out)
+{
+    uuid pu;
+    if (uuid_parse(r->params[0], r->param_lens[0], &pu) < 0) {
+        http_respond_error(r, 400, "partitionId must be a UUID");
+        return NULL;
+    }
+    return record_query(r, &pu, r->params[1], strlen(r->params[1]), done, with_cursors, out);
+}
+
+static void on_located(api_query *q, PGresult *const *res)
+{
+    get_ctx *c = q->arg;
+    http_req *r = q->http;
+    PGresult *pi = res[0], *f = res[1], *dl = res[2];
+    if (PQntuples(pi) == 0) {
+        get_ctx_free(c);
+        c->located(r, c->located_arg, -2);
+        return;
+    }
+    int64_t pid = res_i64(pi, 0, 0);
+    record_view v;
+    int64_t ts = 0, off = -1;
+    int found = find_in_segments(c, f, &v, &ts);
+    if (found < 0) {
+        get_ctx_free(c);
+        http_respond_error(r, 500, "a stored segment could not be decoded");
+        return;
+    }
+    if (found)
+        off = (int64_t)v.offset;
+    for (int i = 0; i < PQntuples(dl) && off < 0; i++) {
+        int64_t o = res_i64(dl, i, 2);
+        size_t tl;
+        const char *t = res_text(dl, i, 7, &tl);
+        if ((c->is_msg_id && (int64_t)c->msg_pid == pid && (uint64_t)o == c->msg_off) ||
+            (tl == c->txn_len && memcmp(t, c->txn, tl) == 0))
+            off = o;
+    }
+    get_ctx_free(c);
+    c->located(r, c->located_arg, off);
+}
+
+void api_message_locate(http_req *r, const uint8_t part[16], const char *txn, size_t txn_len, api_locate_fn done,
+                        void *arg)
+{
+    uuid pu;
+    memcpy(pu.b, part, 16);
+    api_query *q;
+    get_ctx *c = record_query(r, &pu, txn, txn_len, on_located, 0, &q);
+    c->located = done;
+    c->located_arg = arg;
+    api_query_submit(q);
 }
 
 void api_message_get(http_req *r)

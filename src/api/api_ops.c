@@ -305,6 +305,9 @@ void api_metrics_prometheus(http_req *r)
     metric_u64(&b, "queen_pop_requests_total", "outcome=\"parked\"", mc_get(&cm->pop_waits));
     metric_help(&b, "queen_pop_messages_total", "counter", "Records delivered by pop");
     metric_u64(&b, "queen_pop_messages_total", NULL, mc_get(&cm->pop_messages));
+    metric_help(&b, "queen_pop_conflated_total", "counter",
+                "Records a conflating group's pop retired behind the newest, never delivered to it");
+    metric_u64(&b, "queen_pop_conflated_total", NULL, mc_get(&cm->pop_conflated));
     metric_help(&b, "queen_acks_total", "counter", "Acknowledgments accepted, by status");
     metric_u64(&b, "queen_acks_total", "status=\"completed\"", mc_get(&cm->acks_completed));
     metric_u64(&b, "queen_acks_total", "status=\"failed\"", mc_get(&cm->acks_failed));

@@ -2,6 +2,10 @@
  * lease records to consumers. This file parses the query, and shapes the answers; the group
  * commit (lanes, merging, hints, the lease store call) is consume/popbatch.c.
  *
+ * Conflation (last-value delivery, docs/consume.md): the group's stored policy is applied by
+ * queen.pop_v2; this file refuses what can never conflate and echoes the policy on every answer
+ * with a body (`conflation`, `conflationConflict`), so empty answers to such a pop have one.
+ *
  * With wait=true a pop that got nothing parks in the wait queue until a push or an ack on any
  * node changes the queue, a lease over records expires, or its timeout passes. */
 #include <stdio.h>
@@ -25,6 +29,8 @@ typedef struct pop_ctx {
     app *a;
     pop_sizing sizing;   /* batch and width; with sizing.autopilot, echoed in every answer */
     int64_t retry_at;    /* µs: when records may become ready, from the last empty call */
+    int echo_conf;       /* the answer says `conflation: true` (the group conflates) */
+    int echo_conflict;   /* the answer says `conflationConflict: true` (the pop declared the other) */
     int wait;
     uint64_t deadline_ms;
     waiter w;
@@ -52,18 +58,38 @@ static void put_autopilot(buf *b, const pop_ctx *c, int delivered)
                          pop_wait_advice_ms(delivered, c->retry_at, wall_us()));
 }
 
+/* The conflation echo: what the last call said of the group's policy (before any call: what the
+ * pop declared). A 2.x client that asked for conflation reads an answer without either key as
+ * a broker that ignored it (ConflationUnsupportedError). */
+static void put_conflation(buf *b, const pop_ctx *c)
+{
+    if (c->echo_conf)
+        buf_puts(b, ",\"conflation\":true");
+    if (c->echo_conflict)
+        buf_puts(b, ",\"conflationConflict\":true");
+}
+
+static void take_policy(pop_ctx *c)
+{
+    if (!c->job.policy)
+        return; /* queue mode, or a queue that does not exist (yet): the declaration stands */
+    c->echo_conf = c->job.conflation;
+    c->echo_conflict = c->job.conflict;
+}
+
 static void respond_empty(pop_ctx *c, int status, const char *error)
 {
     if (status == 204 || !error) {
-        if (!c->sizing.autopilot) {
+        if (!c->sizing.autopilot && !c->echo_conf && !c->echo_conflict) {
             http_respond(c->http, 204, NULL, "", 0);
             return;
         }
-        /* an autopilot pop answers with a body even when empty: the echo rides on it */
+        /* an autopilot or conflation pop answers with a body even when empty: the echo rides on it */
         buf b;
         buf_init(&b, 0);
         buf_puts(&b, "{\"success\":true,\"messages\":[]");
         put_autopilot(&b, c, 0);
+        put_conflation(&b, c);
         buf_putc(&b, '}');
         http_respond_json(c->http, 200, &b);
         buf_free(&b);
@@ -83,6 +109,7 @@ static void respond_empty(pop_ctx *c, int status, const char *error)
     jw_cstr(&b, error);
     buf_puts(&b, ",\"messages\":[]");
     put_autopilot(&b, c, 0);
+    put_conflation(&b, c);
     buf_putc(&b, '}');
     http_respond_json(c->http, status, &b);
     buf_free(&b);
@@ -128,6 +155,7 @@ static void respond_framed(pop_ctx *c)
     buf_init(&out, 0);
     buf_puts(&e, "{\"frames\":true");
     put_autopilot(&e, c, 1);
+    put_conflation(&e, c);
     if (c->qpf_errors.len) {
         buf_puts(&e, ",\"payloadErrors\":[");
         buf_append(&e, c->qpf_errors.data, c->qpf_errors.len);
@@ -148,6 +176,7 @@ static void respond_framed(pop_ctx *c)
 
 static void respond_messages(pop_ctx *c)
 {
+    take_policy(c);
     if (c->nmsgs == 0) {
         /* every record it claimed had been deleted; the lease store moved the cursor past them */
         buf_free(&c->msgs);
@@ -165,6 +194,7 @@ static void respond_messages(pop_ctx *c)
     buf_init(&b, 0);
     answer_pop_open(&b, &pa, c->msgs.data, c->msgs.len);
     put_autopilot(&b, c, 1);
+    put_conflation(&b, c);
     buf_putc(&b, '}');
     buf_free(&c->msgs);
     mc_add(&c->a->cm.pop_messages, (uint64_t)c->nmsgs);
@@ -314,6 +344,13 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
     buf_free(&c->msgs);
     qpf_drop(c);
     c->nmsgs = 0;
+    take_policy(c);
+    if (strcmp(out->why, "conflation_with_auto_ack") == 0) {
+        /* the group's stored policy conflates: an autoAck pop of it is refused, as one declaring both */
+        http_respond_error_code(c->http, 400, "conflation_with_auto_ack",
+                                "this consumer group conflates (its stored policy): autoAck cannot be combined with it");
+        return;
+    }
     if (c->wait && mono_ms() < c->deadline_ms && !c->a->shutting_down && !http_client_gone(c->http)) {
         mc_add(&c->a->cm.pop_waits, 1);
         c->w.wake = on_wake;
@@ -342,7 +379,9 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
         jw_cstr(&b, c->job.args.queue);
         buf_puts(&b, ",\"partition\":");
         jw_cstr(&b, c->job.args.partition);
-        buf_puts(&b, ",\"leaseId\":\"\",\"messages\":[],\"windowBufferActive\":true}");
+        buf_puts(&b, ",\"leaseId\":\"\",\"messages\":[],\"windowBufferActive\":true");
+        put_conflation(&b, c);
+        buf_putc(&b, '}');
         http_respond_json(c->http, 200, &b);
         buf_free(&b);
     } else {
@@ -352,32 +391,20 @@ static void on_nothing(pop_job *j, const pop_outcome *out)
 
 static const pop_job_ops POP_OPS = {on_claim, on_record, on_nothing, on_deliver, on_fail};
 
-/* conflation=true (last-value delivery) is not served yet. A pop asking for it is refused
- * without touching the queue: 400 when the request could never conflate (no consumer group,
- * or autoAck, as a broker with conflation refuses it), otherwise an empty 200 answer whose
- * `conflation` is false — the 2.x client reads the missing echo as ConflationUnsupportedError
- * on its first poll and stops, instead of draining a backlog one message at a time. Nothing
- * is leased, committed or waited for. Returns 1 when it answered. */
-static int conflation_refused_or_respond(pop_ctx *c, int has_group)
+/* A pop declaring conflation=true that could never conflate is refused before anything is
+ * touched: conflation is a consumer group's policy (no group: 400), and last-value delivery
+ * leases the newest record, which autoAck would not (400). Returns 1 when it answered. */
+static int conflation_refused(http_req *r, const pop_request *pr)
 {
-    http_req *r = c->http;
-    if (!has_group) {
+    if (!pr->has_group) {
         http_respond_error_code(r, 400, "conflation_needs_group", "conflation is a consumer group's policy: name one");
         return 1;
     }
-    if (c->job.args.auto_ack) {
+    if (pr->args.auto_ack) {
         http_respond_error_code(r, 400, "conflation_with_auto_ack", "conflation cannot be combined with autoAck");
         return 1;
     }
-    buf b;
-    buf_init(&b, 0);
-    buf_puts(&b, "{\"success\":false,\"messages\":[],\"conflation\":false,\"code\":\"conflation_unsupported\","
-                 "\"error\":\"conflation (last-value delivery) is not supported by this broker; nothing was delivered\"");
-    put_autopilot(&b, c, 0);
-    buf_putc(&b, '}');
-    http_respond_json(r, 200, &b);
-    buf_free(&b);
-    return 1;
+    return 0;
 }
 
 static void pop_route(http_req *r, const char *queue, const char *partition, const char *ns, const char *task)
@@ -408,13 +435,15 @@ static void pop_route(http_req *r, const char *queue, const char *partition, con
     c->sizing = pr.sizing;
     c->wait = pr.wait;
     int64_t timeout = pr.timeout_ms;
-    if (pr.conflation && conflation_refused_or_respond(c, pr.has_group))
+    if (pr.conflation && conflation_refused(r, &pr))
         return;
+    c->echo_conf = pr.conflation;
     c->framed = pr.frames == 1 && !ns;
     c->deadline_ms = mono_ms() + (uint64_t)timeout;
     c->job.ops = &POP_OPS;
     c->job.db = a->db;
     c->job.pops = &a->cm.pops;
+    c->job.conflated = &a->cm.pop_conflated;
     pop_job_prepare(&c->job); /* its lane: hints, and merging when it wants one partition */
     r->on_abandon = on_abandon;
     r->abandon_arg = c;

@@ -1096,6 +1096,11 @@ static int cy_parse(http_req *r, json_doc *d, int o, cy_ctx *c, const char *at)
         cy_fail(c, NULL, err.text);
         return 1;
     }
+    /* sink pushes are pushes: a cluster that may not push (push_blocked, at its storage
+     * ceiling) has the cycle refused as /api/v1/push would be; a cycle without pushes (state,
+     * ack) goes on, so its consumers drain (docs/control-plane.md) */
+    if (q->nitems > 0 && api_cp_push_refused(r))
+        return -1;
     c->group = q->group;
     c->release = q->release;
     c->ack_txn = q->ack_txn;

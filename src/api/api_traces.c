@@ -3,9 +3,13 @@
  * name, and the list of names.
  *
  * A trace is stored in queen.message_traces (080_traces) against its partition, found through
- * the request's tenant, and the record's transactionId as the client names it; the broker does
- * not look the record up in its segments (a trace may outlive the record under retention, and
- * goes with the partition). `data` is stored as the JSON text the client sent, byte for byte,
+ * the request's tenant, and the record's transactionId as the client names it, with the
+ * record's offset (106_trace_offsets): the record must exist. The proof is cheap for the
+ * traces a consumer sends while it handles a message (its lease names the transactionId, or
+ * the dedup window does) and is made in the insert itself; a trace without it looks the record
+ * up as GET /api/v1/messages/:p/:t does (api_message_locate), then goes in the next batch with
+ * the offset found, or is answered 404 message_not_found. A trace may outlive the record under
+ * retention, and goes with the partition. `data` is stored as the JSON text the client sent, byte for byte,
  * and handed back as that same text. Inserts are group-committed: the requests that arrive
  * while a batch commits go together in the next statement (trace_flush). */
 #include <stdio.h>
@@ -27,18 +31,30 @@
 #define TRACE_LIST_MAX 10000         /* traces of one record answered at most */
 
 /* A batch of traces in one statement (group commit, below). The ids are minted here, so the
- * rows inserted name the requests they answer; a request whose partition is unknown (or of
- * another tenant, or deleted meanwhile) has no row: 404. The partitions' key shares (what the
- * foreign key takes anyway) are taken in partition-id order, as every deletion takes them. */
+ * rows answered name the requests: one row per request whose partition is the tenant's (none:
+ * 404), with whether it was inserted and the partition's UUID. Inserted = the record's offset
+ * is known: given ($10, found by api_message_locate), or the dedup window or a cursor's lease
+ * names the transactionId — and the record is still in the log (not below its start). The
+ * partitions' key shares (what the foreign key takes anyway) are taken in partition-id order,
+ * as every deletion takes them. */
 static const char TRACE_INSERT_SQL[] =
-    "INSERT INTO queen.message_traces (id, partition_id, transaction_id, consumer_group, event_type, trace_names, data, "
-    "worker_id, log_end) "
-    "SELECT i.id, p.id, i.txn, i.grp, i.ev, ARRAY(SELECT json_array_elements_text(i.names::json)), i.data, $9::text, "
-    "p.next_offset "
-    "FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) "
-    "  AS i(id, tenant, part, txn, grp, ev, names, data) "
-    "JOIN queen.partitions p ON p.uuid = queen.partition_uuid_v1(i.part) JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = i.tenant "
-    "ORDER BY p.id FOR KEY SHARE OF p RETURNING id";
+    "WITH i AS MATERIALIZED ("
+    " SELECT i.id, p.id AS pid, p.uuid AS puuid, p.next_offset AS log_end, i.txn, i.grp, i.ev, i.names, i.data,"
+    "  CASE WHEN x.off >= p.start_offset AND x.off < p.next_offset THEN x.off END AS off"
+    " FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
+    "             $10::int8[]) AS i(id, tenant, part, txn, grp, ev, names, data, voff)"
+    " JOIN queen.partitions p ON p.uuid = queen.partition_uuid_v1(i.part)"
+    " JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = i.tenant"
+    " CROSS JOIN LATERAL (SELECT coalesce(i.voff,"
+    "   (SELECT d.off FROM queen.dedup d WHERE d.partition_id = p.id AND d.txn_id = i.txn),"
+    "   (SELECT c.lease_start + array_position(c.lease_txns, i.txn) - 1 FROM queen.cursors c"
+    "     WHERE c.partition_id = p.id AND array_position(c.lease_txns, i.txn) IS NOT NULL LIMIT 1)) AS off) x"
+    " ORDER BY p.id FOR KEY SHARE OF p), "
+    "ins AS (INSERT INTO queen.message_traces (id, partition_id, transaction_id, consumer_group, event_type, trace_names,"
+    " data, worker_id, log_end, off)"
+    " SELECT i.id, i.pid, i.txn, i.grp, i.ev, ARRAY(SELECT json_array_elements_text(i.names::json)), i.data, $9::text,"
+    " i.log_end, i.off FROM i WHERE i.off IS NOT NULL RETURNING 1) "
+    "SELECT i.id, i.off IS NOT NULL, i.puuid FROM i";
 
 /* $1 tenant, $2 partition uuid, $3 transactionId, $4 limit */
 static const char TRACE_BY_RECORD_SQL[] =
@@ -48,10 +64,12 @@ static const char TRACE_BY_RECORD_SQL[] =
     "JOIN queen.queues q ON q.id = p.queue_id "
     "WHERE p.uuid = queen.partition_uuid_v1($2::uuid) AND q.tenant_id = $1::uuid AND t.transaction_id = $3::text ORDER BY t.seq LIMIT $4::int8";
 
-/* $1 tenant, $2 name, $3 limit, $4 offset; newest first */
+/* $1 tenant, $2 name, $3 limit, $4 offset; newest first; with the record (one encoded record,
+ * queen.record_at_v1) while it is in the log */
 static const char TRACE_BY_NAME_SQL[] =
     "SELECT t.id, t.transaction_id, p.uuid, t.event_type, t.data, t.consumer_group, t.worker_id, "
-    "(extract(epoch FROM t.created_at) * 1000000)::int8, q.name, p.name, array_to_json(t.trace_names)::text "
+    "(extract(epoch FROM t.created_at) * 1000000)::int8, q.name, p.name, array_to_json(t.trace_names)::text, t.off, "
+    "CASE WHEN t.off >= p.start_offset THEN (SELECT r.rec FROM queen.record_at_v1(p.id, t.off) r) END "
     "FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
     "JOIN queen.queues q ON q.id = p.queue_id "
     "WHERE q.tenant_id = $1::uuid AND t.trace_names @> ARRAY[$2::text] ORDER BY t.seq DESC LIMIT $3::int8 OFFSET $4::int8";
@@ -89,6 +107,7 @@ static const char *const TRACE_FIELDS[] = {"transactionId", "partitionId", "cons
 typedef struct trace_item {
     http_req *r;
     uuid id;
+    int64_t off;         /* the record's offset, found by api_message_locate; -1 = not looked up */
     uint8_t part[16];
     const char *part_text, *txn, *group, *event, *names, *data;
     size_t txn_len, group_len, event_len, names_len, data_len;
@@ -98,9 +117,9 @@ typedef struct trace_item {
 typedef struct trace_batch {
     db_req dbr;
     trace_item *items;
-    pgarray arr[8];
-    const char *values[9];
-    int lengths[9], formats[9];
+    pgarray arr[9];
+    const char *values[10];
+    int lengths[10], formats[10];
 } trace_batch;
 
 static struct {
@@ -112,15 +131,61 @@ static void trace_flush(app *a);
 
 static void batch_free(trace_batch *b)
 {
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 9; k++)
         pgarray_free(&b->arr[k]);
     free(b);
 }
 
-static void answer_item(trace_item *it, int inserted)
+static void trace_enqueue(app *a, trace_item *it)
 {
+    it->next = NULL;
+    if (tq.tail)
+        tq.tail->next = it;
+    else
+        tq.head = it;
+    tq.tail = it;
+    trace_flush(a);
+}
+
+static void respond_no_partition(trace_item *it)
+{
+    http_respond_error_code(it->r, 404, "partition_not_found", "Partition not found: %s", it->part_text);
+}
+
+static void respond_no_message(trace_item *it)
+{
+    /* the earlier release's text, and a code (it answered 500) */
+    http_respond_error_code(it->r, 404, "message_not_found", "Message not found");
+}
+
+/* The record looked up (no cheap proof in the insert): trace it with its offset, or 404. */
+static void on_located(http_req *r, void *arg, int64_t off)
+{
+    trace_item *it = arg;
+    if (off == -2) {
+        respond_no_partition(it);
+        return;
+    }
+    if (off < 0) {
+        respond_no_message(it);
+        return;
+    }
+    it->off = off;
+    trace_enqueue(r->app, it);
+}
+
+static void answer_item(trace_item *it, int row, int inserted, const uint8_t *puuid)
+{
+    if (row < 0) {
+        respond_no_partition(it);
+        return;
+    }
     if (!inserted) {
-        http_respond_error_code(it->r, 404, "partition_not_found", "Partition not found: %s", it->part_text);
+        if (it->off >= 0) {
+            respond_no_message(it); /* found, then gone from the log (retention) before the insert */
+            return;
+        }
+        api_message_locate(it->r, puuid, it->txn, it->txn_len, on_located, it);
         return;
     }
     char id[37];
@@ -144,10 +209,14 @@ static void on_batch(db_req *d)
             api_respond_db_error(it->r, d);
             continue;
         }
-        int found = 0;
-        for (int i = 0; i < PQntuples(res) && !found; i++)
-            found = PQgetlength(res, i, 0) == 16 && memcmp(PQgetvalue(res, i, 0), it->id.b, 16) == 0;
-        answer_item(it, found);
+        int row = -1;
+        for (int i = 0; i < PQntuples(res) && row < 0; i++)
+            if (PQgetlength(res, i, 0) == 16 && memcmp(PQgetvalue(res, i, 0), it->id.b, 16) == 0)
+                row = i;
+        uint8_t puuid[16] = {0};
+        if (row >= 0 && PQgetlength(res, row, 2) == 16)
+            memcpy(puuid, PQgetvalue(res, row, 2), 16);
+        answer_item(it, row, row >= 0 && res_bool(res, row, 1), puuid);
     }
     db_req_clear(d);
     batch_free(b);
@@ -160,8 +229,9 @@ static void trace_flush(app *a)
 {
     while (tq.head && tq.inflight < TRACE_INFLIGHT_MAX) {
         trace_batch *b = xcalloc(1, sizeof *b);
-        static const uint32_t oids[8] = {OID_UUID, OID_UUID, OID_UUID, OID_TEXT, OID_TEXT, OID_TEXT, OID_TEXT, OID_TEXT};
-        for (int k = 0; k < 8; k++)
+        static const uint32_t oids[9] = {OID_UUID, OID_UUID, OID_UUID, OID_TEXT, OID_TEXT,
+                                         OID_TEXT, OID_TEXT, OID_TEXT, OID_INT8};
+        for (int k = 0; k < 9; k++)
             pgarray_begin(&b->arr[k], oids[k]);
         trace_item **tail = &b->items;
         size_t bytes = 0;
@@ -180,20 +250,27 @@ static void trace_flush(app *a)
             pgarray_add(&b->arr[5], it->event, it->event_len);
             pgarray_add(&b->arr[6], it->names, it->names_len);
             pgarray_add(&b->arr[7], it->data, it->data_len);
+            if (it->off >= 0)
+                pgarray_add_i64(&b->arr[8], it->off);
+            else
+                pgarray_add_null(&b->arr[8]);
             bytes += it->data_len;
             n++;
         }
         if (!tq.head)
             tq.tail = NULL;
-        for (int k = 0; k < 8; k++) {
+        for (int k = 0; k < 9; k++) {
+            int v = k < 8 ? k : 9; /* $9 is the node id */
             pgarray_finish(&b->arr[k]);
-            b->values[k] = b->arr[k].b.data;
-            b->lengths[k] = (int)b->arr[k].b.len;
-            b->formats[k] = 1;
+            b->values[v] = b->arr[k].b.data;
+            b->lengths[v] = (int)b->arr[k].b.len;
+            b->formats[v] = 1;
         }
         b->values[8] = a->cfg->node_id;
+        b->lengths[8] = 0;
+        b->formats[8] = 0;
         b->dbr.nstmt = 1;
-        b->dbr.stmt[0] = (db_stmt){TRACE_INSERT_SQL, 9, b->values, b->lengths, b->formats, 1};
+        b->dbr.stmt[0] = (db_stmt){TRACE_INSERT_SQL, 10, b->values, b->lengths, b->formats, 1};
         b->dbr.done = on_batch;
         b->dbr.arg = b;
         tq.inflight++;
@@ -344,6 +421,7 @@ void api_trace_add(http_req *r)
     trace_item *it = arena_alloc(&r->ar, sizeof *it);
     memset(it, 0, sizeof *it);
     it->r = r;
+    it->off = -1;
     uuid_v7(&it->id);
     memcpy(it->part, pu.b, 16);
     it->part_text = arena_strndup(&r->ar, part, part_len);
@@ -360,12 +438,7 @@ void api_trace_add(http_req *r)
     buf_free(&names);
     json_doc_free(&d);
     http_async(r);
-    if (tq.tail)
-        tq.tail->next = it;
-    else
-        tq.head = it;
-    tq.tail = it;
-    trace_flush(a);
+    trace_enqueue(a, it);
     return;
 out:
     json_doc_free(&d);
@@ -439,12 +512,29 @@ typedef struct page_ctx {
     int64_t limit, offset;
 } page_ctx;
 
+/* message_payload: the record's payload as GET /api/v1/messages/:p/:t answers it (opened when
+ * sealed; null and payloadError when this node cannot open it), null when the record is gone
+ * from the log or the trace predates 106_trace_offsets. */
+static void put_message_payload(buf *b, const PGresult *x, int row, buf *scratch)
+{
+    buf_puts(b, ",\"message_payload\":");
+    record_view v;
+    if (res_null(x, row, 11) || res_null(x, row, 12) ||
+        admin_record_decode((const uint8_t *)PQgetvalue(x, row, 12), (size_t)PQgetlength(x, row, 12),
+                            (uint64_t)res_i64(x, row, 11), scratch, &v) < 0) {
+        buf_puts(b, "null");
+        return;
+    }
+    admin_payload_json(b, &v);
+}
+
 static void on_name_traces(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
     PGresult *x = res[0];
-    buf b;
+    buf b, scratch;
     buf_init(&b, 0);
+    buf_init(&scratch, 0);
     buf_puts(&b, "{\"traces\":[");
     for (int i = 0; i < PQntuples(x); i++) {
         char id[37], pu[37];
@@ -468,13 +558,14 @@ static void on_name_traces(api_query *q, PGresult *const *res)
         res_json_str(&b, x, i, 8);
         buf_puts(&b, ",\"partition_name\":");
         res_json_str(&b, x, i, 9);
-        /* the record itself is not read from the segments here: GET /api/v1/messages/:p/:t */
-        buf_puts(&b, ",\"message_payload\":null,\"trace_names\":");
+        put_message_payload(&b, x, i, &scratch);
+        buf_puts(&b, ",\"trace_names\":");
         raw_or_null(&b, x, i, 10);
         buf_putc(&b, '}');
     }
     buf_printf(&b, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}", (long long)res_i64(res[1], 0, 0),
                (long long)c->limit, (long long)c->offset);
+    buf_free(&scratch);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }

@@ -579,8 +579,17 @@ void api_transaction(http_req *r)
         }
     }
     json_doc_free(&d);
-    /* a cluster that may not push (push_blocked, over its storage) may still ack */
-    if (nitems > 0 && api_cp_push_refused(r)) {
+    /* a cluster that may not push (push_blocked, over its storage) may still ack. The riders
+     * count as what they do on their own routes: a timer scheduled (or rescheduled) is a push,
+     * as POST /api/v1/timers is; a KV write is refused at the storage ceiling */
+    int cp_kind = nitems > 0 ? 2 : 0;
+    for (int i = 0; i < c->ntm && cp_kind < 2; i++)
+        if (c->tm[i].kind != TIMER_OP_CANCEL)
+            cp_kind = 2;
+    for (int i = 0; i < c->nkv && cp_kind < 1; i++)
+        if (c->kv[i].kind == KVW_PUT || c->kv[i].kind == KVW_PUT_IF_ABSENT || c->kv[i].kind == KVW_INCR)
+            cp_kind = 1;
+    if (cp_kind > 0 && api_cp_refused(r, cp_kind)) {
         pgarray_free(&c->required);
         return;
     }

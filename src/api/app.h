@@ -27,7 +27,7 @@ extern const uint8_t DEFAULT_TENANT[16];
 
 /* Counters of the consumption routes (updated on the loop thread, read by /metrics). */
 typedef struct consume_metrics {
-    mcounter pops, pop_empty, pop_messages, pop_waits;
+    mcounter pops, pop_empty, pop_messages, pop_waits, pop_conflated;
     mcounter acks_completed, acks_failed, acks_retry, acks_dlq, acks_rejected;
     mcounter retries, dead_letters;
 } consume_metrics;
@@ -74,8 +74,12 @@ void api_proxy_gate(http_req *r, enum http_access access);
 /* Admits a request of a cluster tenant (status, quotas) and runs its handler, or refuses it
  * with the proxy's codes. Every gate ends here. */
 void api_cp_admit_proceed(http_req *r);
-/* For a request that turns out to push (a transaction with pushes): 1 when it was refused. */
+/* For a request that turns out to push (a transaction with pushes, a stream cycle with sink
+ * pushes): 1 when it was refused (push_blocked, suspended, at the storage ceiling). */
 int api_cp_push_refused(http_req *r);
+/* The same for a request that turns out to write: kind 1 a KV write (refused when suspended or
+ * at the storage ceiling), 2 a push. */
+int api_cp_refused(http_req *r, int kind);
 
 /* Route handlers (one file per concern). */
 void api_push(http_req *r);
@@ -139,6 +143,13 @@ void api_status_queue(http_req *r);
 void api_messages_list(http_req *r);
 void api_message_get(http_req *r);
 void api_message_delete(http_req *r);
+/* Finds one record of a partition (its UUID as stored) as GET /api/v1/messages/:p/:t does:
+ * done(r, arg, off) with its offset, -1 when it is not there (neither in the log nor as a dead
+ * letter), -2 when the partition is not the tenant's. A database failure or a corrupt segment
+ * is answered on r and done does not run. */
+typedef void (*api_locate_fn)(http_req *r, void *arg, int64_t off);
+void api_message_locate(http_req *r, const uint8_t part[16], const char *txn, size_t txn_len, api_locate_fn done,
+                        void *arg);
 /* POST /api/v1/messages/:partitionId/:transactionId/retry: requeues the record's newest
  * dead letter (api_dlq.c; docs/http-api.md). */
 void api_message_retry(http_req *r);

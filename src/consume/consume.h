@@ -41,6 +41,7 @@ typedef struct pop_args {
     uint32_t nhints;
     const char *ns;          /* non-NULL: pop over the queues of this namespace (queue unused) */
     const char *task;        /* with ns: only queues of this task (NULL = any) */
+    int conflation;          /* the pop declares conflation=true (the group's stored policy wins) */
 } pop_args;
 
 /* The wait-queue name under which namespace pops park: woken by any change in the tenant. */

@@ -1,12 +1,12 @@
 /* consume_results.h — the results of the consumer functions this module calls, by name
- * (db/results.h): src/db/functions/pop_v1.sql, pop_ns_v1.sql, lease_store_v1.sql, ack_v1.sql,
- * lease_extend_v2.sql. Checked against the database by tests/unit/test_db_results.c. */
+ * (db/results.h): src/db/functions/pop_v2.sql, pop_ns_v2.sql (pop_v1 and pop_ns_v1 wrap them),
+ * lease_store_v1.sql, ack_v1.sql, lease_extend_v2.sql. Checked against the database by tests/unit/test_db_results.c. */
 #ifndef QUEEN_CONSUME_CONSUME_RESULTS_H
 #define QUEEN_CONSUME_CONSUME_RESULTS_H
 
 #include "db/results.h"
 
-/* queen.pop_v1: rows of several kinds (pop_kind); a, b, c depend on the kind */
+/* queen.pop_v1 / pop_v2: rows of several kinds (pop_kind); a, b, c depend on the kind */
 #define POP_V1_COLUMNS(X)                                                                                      \
     X(POP_KIND, kind, int4)                                                                                    \
     X(POP_PID, pid, int8)                                                                                      \
@@ -18,15 +18,19 @@
     X(POP_SEG_TS, seg_ts, int8) /* segment: its stamp; claim: the delivery attempt (retry count + 1) */      \
     X(POP_SEG_COUNT, seg_count, int4) /* claim: 1 when the partition holds records past b */                   \
     X(POP_SEG_DATA, seg_data, bytea)
-/* queen.pop_ns_v1: pop_v1's rows plus the queue of each */
+#define POP_V2_COLUMNS(X) POP_V1_COLUMNS(X)
+/* queen.pop_ns_v1 / pop_ns_v2: pop_v1's rows plus the queue of each */
 #define POP_NS_V1_COLUMNS(X) POP_V1_COLUMNS(X) X(POP_QNAME, qname, text)
-enum pop_col { POP_NS_V1_COLUMNS(DB_COL_ENUM) POP_NS_NCOLS };
+#define POP_NS_V2_COLUMNS(X) POP_NS_V1_COLUMNS(X)
+enum pop_col { POP_NS_V2_COLUMNS(DB_COL_ENUM) POP_NS_NCOLS };
 
 enum pop_kind {
     POP_ROW_CLAIM = 0,   /* a claimed partition */
     POP_ROW_SEGMENT = 1, /* a segment of the claim before it */
     POP_ROW_EMPTY = 2,   /* nothing claimed: why, and when to look again */
+    POP_ROW_POLICY = 3,  /* pop_v2 / pop_ns_v2, named groups: a = conflates, b = the pop's declaration differs */
     POP_ROW_HINT = 4,    /* a scanned candidate not claimed (pid only) */
+    POP_ROW_CONFLATED = 5, /* pop_v2, after the claims: a = records conflating claims retired */
 };
 
 /* queen.lease_store_v1: how many leases were stored */

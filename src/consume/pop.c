@@ -7,9 +7,9 @@
 #include "db/pg.h"
 
 const char POP_SQL[] =
-    "SELECT * FROM queen.pop_v1("
+    "SELECT * FROM queen.pop_v2("
     "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4, "
-    "$12::bool, $13::int8[])";
+    "$12::bool, $13::int8[], $14::bool)";
 
 static void p_set(sql_params *p, const char *v)
 {
@@ -29,8 +29,9 @@ static void p_i64(sql_params *p, int64_t v)
 }
 
 const char POP_NS_SQL[] =
-    "SELECT * FROM queen.pop_ns_v1("
-    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4)";
+    "SELECT * FROM queen.pop_ns_v2("
+    "$1::uuid, $2::text, $3::text, $4::text, $5::int4, $6::bool, $7::text, $8::int8, $9::int4, $10::uuid[], $11::int4, "
+    "$12::bool)";
 
 void pop_params(const pop_args *a, sql_params *p)
 {
@@ -78,6 +79,7 @@ void pop_params(const pop_args *a, sql_params *p)
             p_set(p, NULL);
         }
     }
+    p_set(p, a->conflation ? "true" : "false");
 }
 
 static int64_t i64_at(const PGresult *r, int row, int col)

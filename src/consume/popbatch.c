@@ -59,9 +59,9 @@ static pop_lane *lane_for(const pop_args *p)
     buf k;
     buf_init(&k, 0);
     buf_append(&k, p->tenant, 16);
-    buf_printf(&k, "%s%c%s%c%lld%c%d%c%s%c%lld%c%lld%c%lld", p->queue, 0, p->group, 0, (long long)p->batch, 0,
+    buf_printf(&k, "%s%c%s%c%lld%c%d%c%s%c%lld%c%lld%c%lld%c%d", p->queue, 0, p->group, 0, (long long)p->batch, 0,
                p->auto_ack, 0, p->sub_mode ? p->sub_mode : "", 0, (long long)p->sub_from, 0,
-               (long long)p->lease_seconds, 0, (long long)p->max_partitions);
+               (long long)p->lease_seconds, 0, (long long)p->max_partitions, 0, p->conflation);
     uint32_t *v = strmap_get(&g_lanes, k.data, k.len);
     if (v) {
         buf_free(&k);
@@ -260,6 +260,13 @@ static void on_popped(db_req *d)
     }
     if (pops)
         mc_add(pops, (uint64_t)bt->n);
+    if (out.conflated && bt->jobs[0]->conflated)
+        mc_add(bt->jobs[0]->conflated, out.conflated);
+    for (int i = 0; i < bt->n; i++) {
+        bt->jobs[i]->policy = out.policy;
+        bt->jobs[i]->conflation = out.conflation;
+        bt->jobs[i]->conflict = out.conflict;
+    }
     /* answer (or park) the jobs that got nothing now; the others after the lease store */
     for (int i = 0; i < bt->n; i++) {
         pop_job *j = bt->jobs[i];
@@ -320,7 +327,7 @@ static void take_hints(pop_lane *lane, pop_batch *bt, uint32_t claims)
     bt->args.nhints = k;
 }
 
-/* One call of pop_v1 for n jobs: merged (claim k for job k) when they came through a lane's
+/* One call of pop_v2 for n jobs: merged (claim k for job k) when they came through a lane's
  * queue and each wants one partition; otherwise n is 1 and the job owns every claim. */
 static void batch_start(db_pool *db, pop_lane *lane, pop_job **jobs, int n)
 {

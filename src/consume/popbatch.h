@@ -1,8 +1,8 @@
 /* popbatch.h — the group commit for pops: lanes, merging and partition hints.
  *
  * Pops of one queue that ask for the same thing (group, batch, autoAck, subscription, lease
- * time, width) share a lane; the first runs at once, and the pops that arrive while it is in
- * flight run together as one call of queen.pop_v1 that claims one partition per pop, so one
+ * time, width, declared conflation) share a lane; the first runs at once, and the pops that arrive while it is in
+ * flight run together as one call of queen.pop_v2 that claims one partition per pop, so one
  * commit (durable for autoAck) serves them all. A pop of a named partition, of a namespace, or
  * of several partitions runs on its own. Unless autoAck, a second call (queen.lease_store_v1)
  * records the transactionIds each lease delivered, so acks by transactionId find their offsets.
@@ -44,12 +44,15 @@ struct pop_job {
     const pop_job_ops *ops;
     db_pool *db;
     mcounter *pops;      /* counts the pops that reached a decoded answer (NULL: none) */
+    mcounter *conflated; /* counts the records conflating claims retired (NULL: none) */
     pop_args args;
     /* set by pop_job_prepare */
     pop_lane *lane;      /* NULL for a named partition or a namespace pop */
     int mergeable;
-    /* read-only for the caller: partitions claimed in the current call */
+    /* read-only for the caller: partitions claimed in the current call, and the group's
+     * delivery policy as that call reported it (pop_outcome: policy, conflation, conflict) */
     int claimed;
+    int policy, conflation, conflict;
     /* private */
     int queued;          /* waiting in its lane for the next call */
     int in_db;           /* part of a call in flight */

@@ -28,6 +28,17 @@ int pop_decoder_row(pop_decoder *d, const pop_row *r)
         out->retry_at = r->c;
         return 0;
     }
+    if (r->kind == POP_ROW_POLICY) {
+        out->policy = 1;
+        out->conflation = r->a != 0;
+        out->conflict = r->b != 0;
+        return 0;
+    }
+    if (r->kind == POP_ROW_CONFLATED) {
+        if (r->a > 0)
+            out->conflated += (uint64_t)r->a;
+        return 0;
+    }
     if (r->kind == POP_ROW_HINT) {
         popped_partition hint;
         memset(&hint, 0, sizeof hint);

@@ -1,4 +1,4 @@
-/* popdec.h — decoding the rows of queen.pop_v1 / pop_ns_v1 (consume_results.h): claims, the
+/* popdec.h — decoding the rows of queen.pop_v2 / pop_ns_v2 (consume_results.h): claims, the
  * segments of each claim cut to its offsets, hints and the empty outcome. Pure: the rows come
  * as plain values (consume/pop.c reads them from the PGresult), so the decoder is unit-tested
  * and fuzzed offline. */
@@ -36,6 +36,10 @@ typedef struct pop_outcome {
     char why[32];         /* when nothing was claimed: queue_not_found, partition_not_found, lease_held,
                            * window_buffer, empty */
     int64_t retry_at;     /* µs: when records may become available without a push (0 = unknown) */
+    int policy;           /* the call said the group's delivery policy (a named group's pop) */
+    int conflation;       /* with policy: the group conflates (last-value delivery) */
+    int conflict;         /* with policy: the pop declared the other policy (the stored one applied) */
+    uint64_t conflated;   /* records conflating claims retired without delivering them */
 } pop_outcome;
 
 /* One row of the result, as values (integers already decoded from their binary form). */

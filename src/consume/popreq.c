@@ -74,9 +74,8 @@ qerr pop_request_read(const url_query *q, const pop_defaults *def, pop_request *
     if (r->wait < 0 || pa->auto_ack < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "wait and autoAck must be true or false");
     r->conflation = conflation;
+    pa->conflation = conflation;
     r->frames = frames;
-    if (conflation)
-        return QERR_OK;
     const char *mode = url_query_get(q, "subscriptionMode");
     if ((!mode || !*mode) && (def->subscription_mode == 1 || def->subscription_mode == 2))
         mode = "new";

@@ -23,7 +23,7 @@ typedef struct pop_request {
     int has_group;          /* consumerGroup was given (else queue mode) */
     int wait;
     int64_t timeout_ms;
-    int conflation;         /* conflation=true: the caller refuses the pop (subscription fields unread) */
+    int conflation;         /* conflation=true (also in args): the caller checks group and autoAck */
     int frames;             /* frames=true: the caller answers QPF1 (consume/qpf.h) when it can */
 } pop_request;
 

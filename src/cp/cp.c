@@ -14,7 +14,6 @@
 
 const uint8_t CP_PROXY_TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
 
-#define CP_ROUND_MS 1000
 #define CP_STORAGE_EVERY 5 /* rounds */
 #define CP_MAX_WAITERS 256
 
@@ -297,11 +296,24 @@ static void round_start(cp_node *n)
     waiters_run(n->inflight, count, 0);
 }
 
+/* Milliseconds to the next round: 100 ms into the next wall-clock second. Each round arms the
+ * next one from the clock (a repeating timer drifts by every callback's lateness: on a loaded
+ * node its rounds crept through the second until one second had none, and for that second the
+ * other nodes counted this one absent and admitted the whole limit each). */
+static uint64_t next_round_ms(void)
+{
+    int64_t into = wall_us() % 1000000;
+    int64_t us = into < 100000 ? 100000 - into : 1100000 - into;
+    uint64_t ms = (uint64_t)((us + 999) / 1000);
+    return ms ? ms : 1;
+}
+
 static void on_timer(uv_timer_t *t)
 {
     cp_node *n = t->data;
     if (n->stopping)
         return;
+    uv_timer_start(&n->timer, on_timer, next_round_ms(), 0);
     if (n->busy)
         n->again = 1;
     else
@@ -338,9 +350,7 @@ void cp_node_start(cp_node *n)
 {
     /* the rounds fire 100 ms into each wall-clock second, so every node reports the second
      * that just ended before the others read it */
-    int64_t now = wall_us();
-    uint64_t first = (uint64_t)((1000000 - now % 1000000) / 1000 + 100) % 1000;
-    uv_timer_start(&n->timer, on_timer, first, CP_ROUND_MS);
+    uv_timer_start(&n->timer, on_timer, next_round_ms(), 0);
     n->started = 1;
     round_start(n);
 }

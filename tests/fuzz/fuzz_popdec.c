@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             len = size - i;
         pop_row r;
         memset(&r, 0, sizeof r);
-        r.kind = h[0] % 5;
+        r.kind = h[0] % 6;
         r.pid = h[1];
         r.puuid = pu;
         r.a = (int64_t)(h[2] | h[3] << 8) - 16;
@@ -93,6 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         CHECK(out.claimed == s.last_index + 1);
         CHECK(strlen(out.why) < sizeof out.why);
+        CHECK((out.conflation == 0 || out.conflation == 1) && (out.conflict == 0 || out.conflict == 1));
+        CHECK(out.policy || (!out.conflation && !out.conflict)); /* said only by a policy row (kind 3) */
     }
     pop_decoder_end(&d);
     CHECK(out.records == s.delivered);

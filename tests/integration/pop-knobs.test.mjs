@@ -1,6 +1,6 @@
 // Pop's 2.x knobs at the wire, for what the 2.x client does not show: the exact echo and
 // refusal bodies, that an autopilot pop answers 200 with a body when empty while a plain pop
-// keeps 204, that conflation's refusal touches nothing (no lease, no subscription, no wait),
+// keeps 204, that conflation's refusals touch nothing (no lease, no subscription, no wait),
 // frames=true answering QPF1 (JSON when empty), and the bounds. tests/py/test_pop_knobs.py drives the client.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -46,27 +46,23 @@ test('waitMs says when a held lease frees records', async () => {
   assert.ok(e.json.autopilot.waitMs > 500 && e.json.autopilot.waitMs <= 1000, JSON.stringify(e.json));
 });
 
-test('conflation: refused before anything is touched', async () => {
+test('conflation: the refusals touch nothing; conflation=false is an ordinary pop', async () => {
   await push([0, 1].map((i) => ({ queue: 'cf', payload: i })));
+  // requests that can never conflate: 400 at once (no long poll), nothing leased or stored
   const t0 = Date.now();
-  const r = await pop('cf', 'conflation=true&consumerGroup=g1&wait=true&timeout=10000&subscriptionMode=new');
-  assert.equal(r.status, 200, r.text);
+  const noGroup = await pop('cf', 'conflation=true&wait=true&timeout=10000');
+  assert.deepEqual([noGroup.status, noGroup.json.code], [400, 'conflation_needs_group']);
+  const autoAck = await pop('cf', 'conflation=true&consumerGroup=g1&autoAck=true&wait=true&timeout=10000&subscriptionMode=new');
+  assert.deepEqual([autoAck.status, autoAck.json.code], [400, 'conflation_with_auto_ack']);
   assert.ok(Date.now() - t0 < 5000, 'answered without the long poll');
-  assert.deepEqual(r.json, {
-    success: false, messages: [], conflation: false, code: 'conflation_unsupported',
-    error: 'conflation (last-value delivery) is not supported by this broker; nothing was delivered',
-  });
-  // answered at once (no wait), no lease, and no subscription made for g1 (the refused pop
-  // asked for mode new): g1 reads from the start
+  // no subscription (mode new) and no policy were stored for g1: it reads from the start, every record
   const g = await pop('cf', 'consumerGroup=g1&batch=10&wait=false&autoAck=true');
   assert.deepEqual(g.json.messages.map((m) => m.data), [0, 1]);
-  const withAp = await pop('cf', 'conflation=true&consumerGroup=g2&autopilot=true&wait=false');
-  assert.equal(withAp.json.conflation, false);
-  assert.deepEqual(withAp.json.autopilot, { partitions: 8, batch: 200, waitMs: 100 });
-  const noGroup = await pop('cf', 'conflation=true&wait=false');
-  assert.deepEqual([noGroup.status, noGroup.json.code], [400, 'conflation_needs_group']);
-  const autoAck = await pop('cf', 'conflation=true&consumerGroup=g3&autoAck=true&wait=false');
-  assert.deepEqual([autoAck.status, autoAck.json.code], [400, 'conflation_with_auto_ack']);
+  assert.equal('conflation' in g.json, false);
+  // the echo beside autopilot's on an empty answer (conflation itself: conflation.test.mjs)
+  const withAp = await pop('cf', 'conflation=true&consumerGroup=g2&autopilot=true&wait=false&subscriptionMode=new');
+  assert.deepEqual(withAp.json, { success: true, messages: [], autopilot: { partitions: 8, batch: 200, waitMs: 100 },
+    conflation: true });
   // conflation=false is an ordinary pop
   await push([{ queue: 'cf', payload: 2 }]);
   const off = await pop('cf', 'conflation=false&consumerGroup=g1&batch=10&wait=false&autoAck=true');

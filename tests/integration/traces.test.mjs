@@ -73,6 +73,8 @@ describe('traces', () => {
     assert.equal(t.partition_id, pid);
     assert.equal(t.queue_name, 'tr1');
     assert.equal(t.partition_name, 'p');
+    // the record's payload, as the earlier release answered it (read at the offset the trace keeps)
+    assert.deepEqual(t.message_payload, { a: 2 });
     r = await get(node.url, '/api/v1/traces/by-name/pg?limit=2&offset=2');
     assert.deepEqual(r.json.traces.map((x) => x.data.i), [0]);
     // a name with a space, URL-encoded
@@ -145,28 +147,58 @@ describe('traces', () => {
     assert.equal(r.json.traces.length, 2);
   });
 
+  test('the record must exist: unknown or deleted transactionIds are 404 message_not_found', async () => {
+    const pr = await push([{ queue: 'tr4', partition: 'p', transactionId: 'k1', payload: { k: 1 } },
+      { queue: 'tr4', partition: 'p', transactionId: 'k2', payload: { k: 2 } }]);
+    const p4 = pr[0].partition_id;
+    let r = await trace({ transactionId: 'never-pushed', partitionId: p4, traceNames: 'ex', data: 1 });
+    assert.equal(r.status, 404, r.text);
+    assert.deepEqual([r.json.code, r.json.error], ['message_not_found', 'Message not found']);
+    // a message id names its record too (no dedup row for it: the lookup of GET /api/v1/messages)
+    const popped = await get(node.url, '/api/v1/pop/queue/tr4?batch=2&wait=false&autoAck=true');
+    const m2 = popped.json.messages[1];
+    r = await trace({ transactionId: m2.id, partitionId: p4, traceNames: 'ex', data: 'by id' });
+    assert.equal(r.status, 201, r.text);
+    const byName = (await get(node.url, '/api/v1/traces/by-name/ex')).json;
+    assert.deepEqual(byName.traces.map((t) => [t.transaction_id, t.message_payload]), [[m2.id, { k: 2 }]]);
+    // a deleted record is not there any more
+    assert.equal((await api(node.url, 'DELETE', `/api/v1/messages/${p4}/k1`)).json.success, true);
+    r = await trace({ transactionId: 'k1', partitionId: p4, traceNames: 'ex', data: 2 });
+    assert.deepEqual([r.status, r.json.code], [404, 'message_not_found']);
+    assert.equal((await get(node.url, '/api/v1/traces/by-name/ex')).json.total, 1, 'nothing stored for the refused ones');
+    // a consumer's trace under its lease is proven by the lease (and the framed pop's decimal id works too)
+    await push([{ queue: 'tr4', partition: 'p', transactionId: 'k3', payload: { k: 3 } }]);
+    const leased = await get(node.url, '/api/v1/pop/queue/tr4?consumerGroup=tg&batch=10&wait=false');
+    const m3 = leased.json.messages.find((m) => m.transactionId === 'k3');
+    r = await trace({ transactionId: 'k3', partitionId: m3.partitionId, consumerGroup: 'tg', traceNames: 'ex', data: 3 });
+    assert.equal(r.status, 201, r.text);
+  });
+
   test('concurrent traces share batches: each request gets its own answer', async () => {
     const pr = await push([{ queue: 'tr3', partition: 'a', transactionId: 'c1', payload: 1 },
       { queue: 'tr3b', partition: 'b', transactionId: 'c2', payload: 2 }]);
-    const parts = [pr[0].partition_id, pr[1].partition_id, NOPE];
-    const rs = await Promise.all([...Array(90)].map((_, i) => trace({ transactionId: `c${1 + (i % 2)}`, partitionId: parts[i % 3],
-      traceNames: ['conc'], data: { i } })));
+    // kind i % 4: c1 on its partition, c2 on its partition, an unknown partition, c2 on c1's
+    // partition (no such record there: looked up after the batch, then 404)
+    const cases = [[pr[0].partition_id, 'c1', 201], [pr[1].partition_id, 'c2', 201], [NOPE, 'c1', 404],
+      [pr[0].partition_id, 'c2', 404]];
+    const rs = await Promise.all([...Array(90)].map((_, i) => trace({ transactionId: cases[i % 4][1],
+      partitionId: cases[i % 4][0], traceNames: ['conc'], data: { i } })));
     const ids = new Set();
     rs.forEach((r, i) => {
-      if (i % 3 === 2) {
-        assert.equal(r.status, 404, r.text);
-        assert.equal(r.json.code, 'partition_not_found');
-      } else {
-        assert.equal(r.status, 201, r.text);
-        ids.add(r.json.traceId);
-      }
+      assert.equal(r.status, cases[i % 4][2], r.text);
+      if (i % 4 === 2) assert.equal(r.json.code, 'partition_not_found');
+      else if (i % 4 === 3) assert.equal(r.json.code, 'message_not_found');
+      else ids.add(r.json.traceId);
     });
-    assert.equal(ids.size, 60);
+    assert.equal(ids.size, 46);
     const all = (await get(node.url, '/api/v1/traces/by-name/conc?limit=1000')).json;
-    assert.equal(all.total, 60);
+    assert.equal(all.total, 46);
     assert.deepEqual(new Set(all.traces.map((t) => t.id)), ids);
-    // each trace is where its request put it
-    for (const t of all.traces) assert.equal(t.partition_id, parts[t.data.i % 3]);
+    // each trace is where its request put it, on its record
+    for (const t of all.traces) {
+      assert.deepEqual([t.partition_id, t.transaction_id], cases[t.data.i % 4].slice(0, 2));
+      assert.equal(t.message_payload, t.transaction_id === 'c1' ? 1 : 2);
+    }
   });
 
   test('traces go with their queue', async () => {

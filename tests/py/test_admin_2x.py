@@ -46,6 +46,8 @@ async def test_trace_from_a_consumer_and_the_three_reads(client: Queen, qname):
     assert len(by["traces"]) == 3
     assert {t["queue_name"] for t in by["traces"]} == {qname}
     assert {t["transaction_id"] for t in by["traces"]} <= {"t0", "t1"}
+    # each trace carries its record's payload
+    assert all(t["message_payload"] == {"i": int(t["transaction_id"][1])} for t in by["traces"]), by
 
     names = await admin.get_trace_names()
     got = {n["trace_name"]: n for n in names["trace_names"]}

@@ -1,14 +1,14 @@
 """Pop's 2.x query knobs through the real client: autopilot (the default of queen-mq 2.6.0:
 batch and partitions left unset are sized by the broker, which echoes what it used),
-partitions (a multi-partition sweep under one lease), conflation (refused the way the client
-stops on cleanly), frames (QPF1, decoded by the client: tests/py/test_framed_pop.py), and
+partitions (a multi-partition sweep under one lease), conflation's 400s (conflation itself:
+tests/py/test_conflation.py), frames (QPF1, decoded by the client: tests/py/test_framed_pop.py), and
 /api/v1/stats/refresh."""
 
 import asyncio
 
 import httpx
 import pytest
-from queen import ConflationUnsupportedError, Queen
+from queen import Queen
 
 
 def datas(messages):
@@ -107,23 +107,6 @@ async def test_long_poll_times_out_with_the_echo(client: Queen, qname):
     res = await client.queue(qname).wait(True).timeout_millis(500).pop_result()
     assert res.messages == []
     assert res.autopilot is not None
-
-
-async def test_conflation_is_refused_cleanly(client: Queen, qname):
-    await client.queue(qname).push([{"data": i} for i in range(3)])
-    with pytest.raises(ConflationUnsupportedError):
-        await client.queue(qname).group("last").conflation().wait(False).pop()
-    # nothing was leased by the refused pop: the group gets every message at once
-    got = await client.queue(qname).group("last").batch(10).wait(False).pop()
-    assert datas(got) == [0, 1, 2]
-    await client.ack(got, True, {"group": "last"})
-
-    async def handler(_):
-        raise AssertionError("a refused conflating consumer must not be handed messages")
-
-    await client.queue(qname).push([{"data": 9}])
-    with pytest.raises(ConflationUnsupportedError):
-        await asyncio.wait_for(client.queue(qname).group("last2").conflation().wait(False).consume(handler), 30)
 
 
 async def test_conflation_without_a_group_is_a_400(client: Queen, qname, http):

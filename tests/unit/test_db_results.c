@@ -45,6 +45,8 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {"pop_v1", COLS(POP_V1_COLUMNS)},
     {"pop_ns_v1", COLS(POP_NS_V1_COLUMNS)},
+    {"pop_v2", COLS(POP_V2_COLUMNS)},
+    {"pop_ns_v2", COLS(POP_NS_V2_COLUMNS)},
     {"lease_store_v1", COLS(LEASE_STORE_V1_COLUMNS)},
     {"ack_v1", COLS(ACK_V1_COLUMNS)},
     {"lease_extend_v2", COLS(LEASE_EXTEND_V2_COLUMNS)},
@@ -90,6 +92,7 @@ static const shape SHAPES[] = {
     {"delete_partition_v1", COLS(DELETE_PARTITION_V1_COLUMNS)},
     {"list_messages_v1", COLS(LIST_MESSAGES_V1_COLUMNS)},
     {"message_find_v1", COLS(MESSAGE_FIND_V1_COLUMNS)},
+    {"record_at_v1", COLS(RECORD_AT_V1_COLUMNS)},
     {"dlq_claim_v1", COLS(DLQ_CLAIM_V1_COLUMNS)},
     {"metrics_lag_v1", COLS(METRICS_LAG_V1_COLUMNS)},
     {"message_delete_v1", COLS(MESSAGE_DELETE_V1_COLUMNS)},

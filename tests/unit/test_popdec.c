@@ -1,6 +1,6 @@
 /* Unit tests for the pop result decoder (consume/popdec.h): records cut to each claim's
- * offsets, claims numbered in order, hints and partitions reported, the empty outcome, and a
- * corrupt segment refused. */
+ * offsets, claims numbered in order, hints and partitions reported, the empty outcome, the
+ * group's policy row, and a corrupt segment refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -170,6 +170,48 @@ static void test_empty_outcome(void **state)
     assert_int_equal(strlen(out.why), sizeof out.why - 1);
 }
 
+static void test_policy_row(void **state)
+{
+    (void)state;
+    buf s1;
+    buf_init(&s1, 0);
+    segment(&s1, 0, 3);
+    seen sn;
+    memset(&sn, 0, sizeof sn);
+    pop_outcome out;
+    pop_decoder d;
+    pop_decoder_init(&d, on_record, on_partition, &sn, &out);
+    assert_int_equal(out.policy, 0); /* no row: nothing said (queue mode, no such queue) */
+    /* pop_v2's first row: the group conflates, and the pop declared otherwise */
+    pop_row pol = {.kind = POP_ROW_POLICY, .a = 1, .b = 1, .seg_count_null = 1, .seg_ts_null = 1};
+    assert_int_equal(pop_decoder_row(&d, &pol), 0);
+    /* a conflating claim is the newest record only: [2, 3) of the segment 0..2 */
+    pop_row c = claim(1, "a", 2, 3, 0);
+    pop_row sg = seg(&s1, 0, 3, 1);
+    assert_int_equal(pop_decoder_row(&d, &c), 0);
+    assert_int_equal(pop_decoder_row(&d, &sg), 0);
+    /* after the claims: how many records the conflating claims retired (0..1 here) */
+    pop_row cf = {.kind = POP_ROW_CONFLATED, .a = 2};
+    assert_int_equal(pop_decoder_row(&d, &cf), 0);
+    pop_decoder_end(&d);
+    assert_int_equal(out.conflated, 2);
+    assert_int_equal(out.policy, 1);
+    assert_int_equal(out.conflation, 1);
+    assert_int_equal(out.conflict, 1);
+    assert_int_equal(out.claimed, 1);
+    assert_int_equal(sn.nrec, 1);
+    assert_int_equal(sn.offset[0], 2);
+    assert_int_equal(sn.npart, 1); /* the policy row is no partition */
+    /* the other way round: not conflating, no conflict */
+    pop_decoder_init(&d, on_record, on_partition, &sn, &out);
+    pop_row off = {.kind = POP_ROW_POLICY, .a = 0, .b = 0};
+    assert_int_equal(pop_decoder_row(&d, &off), 0);
+    assert_int_equal(out.policy, 1);
+    assert_int_equal(out.conflation, 0);
+    assert_int_equal(out.conflict, 0);
+    buf_free(&s1);
+}
+
 static void test_corrupt_segment(void **state)
 {
     (void)state;
@@ -206,7 +248,7 @@ int main(void)
         cmocka_unit_test(test_claims_cut_to_their_offsets),
         cmocka_unit_test(test_namespace_claims_name_their_queue),
         cmocka_unit_test(test_empty_outcome),
-        cmocka_unit_test(test_corrupt_segment),
+        cmocka_unit_test(test_policy_row), cmocka_unit_test(test_corrupt_segment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* Unit tests for the pop query reader (consume/popreq.h): defaults, the knobs, autopilot
- * sizing, subscription start, conflation stopping the read, and each refusal with its text. */
+ * sizing, subscription start, conflation, and each refusal with its text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,15 +122,25 @@ static void test_autopilot(void **state)
     arena_free(&g.ar);
 }
 
-static void test_conflation_stops_the_read(void **state)
+static void test_conflation(void **state)
 {
     (void)state;
     got g;
-    /* the caller refuses a conflating pop before the subscription fields matter */
-    read_q(&g, "conflation=true&subscriptionFrom=garbage&autoAck=true", NULL, NULL);
+    /* conflation is read into the args (the pop declares it) and the rest is read as usual */
+    read_q(&g, "conflation=true&consumerGroup=g&subscriptionMode=new&autoAck=true", NULL, NULL);
     assert_int_equal(g.e, QERR_OK);
     assert_int_equal(g.r.conflation, 1);
+    assert_int_equal(g.r.args.conflation, 1);
     assert_int_equal(g.r.args.auto_ack, 1);
+    assert_string_equal(g.r.args.sub_mode, "new");
+    arena_free(&g.ar);
+    read_q(&g, "conflation=false&consumerGroup=g", NULL, NULL);
+    assert_int_equal(g.e, QERR_OK);
+    assert_int_equal(g.r.args.conflation, 0);
+    arena_free(&g.ar);
+    /* the subscription fields are no longer skipped: a bad one is refused */
+    read_q(&g, "conflation=true&consumerGroup=g&subscriptionFrom=garbage", NULL, NULL);
+    assert_int_equal(g.e, QERR_BAD_INPUT);
     arena_free(&g.ar);
 }
 
@@ -153,7 +163,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),   cmocka_unit_test(test_knobs),
-        cmocka_unit_test(test_autopilot),  cmocka_unit_test(test_conflation_stops_the_read),
+        cmocka_unit_test(test_autopilot),  cmocka_unit_test(test_conflation),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

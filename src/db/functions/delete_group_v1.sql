@@ -1,6 +1,7 @@
 -- delete_group_v1: forgets a consumer group's cursors on every queue of the tenant (or one
--- queue), and with p_metadata its subscriptions too; the group then starts again as on its
--- first pop (from its subscription if kept). Cursor rows are locked in partition-id order.
+-- queue), and with p_metadata its subscriptions and delivery policies (queen.group_policies:
+-- conflation) too; the group then starts again as on its first pop (from its subscription if
+-- kept; its next pop stores its policy again). Cursor rows are locked in partition-id order.
 CREATE OR REPLACE FUNCTION queen.delete_group_v1(p_tenant uuid, p_group text, p_queue text, p_metadata boolean,
                                       OUT status text, OUT n_cursors bigint, OUT n_subscriptions bigint)
 LANGUAGE plpgsql AS $$
@@ -23,6 +24,7 @@ BEGIN
     IF p_metadata THEN
         DELETE FROM queen.subscriptions s WHERE s.queue_id = ANY (v_qids) AND s.consumer_group = p_group;
         GET DIAGNOSTICS n_subscriptions = ROW_COUNT;
+        DELETE FROM queen.group_policies gp WHERE gp.queue_id = ANY (v_qids) AND gp.consumer_group = p_group;
     END IF;
     status := 'ok';
 END
