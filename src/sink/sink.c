@@ -673,7 +673,9 @@ static s3_sink *cp_build(s3_node *n, const sinkdb_cp_row *row)
             if (r != SEAL_OK) {
                 char d[400];
                 seal_describe(k, sealed.data, sealed.len, r, d, sizeof d);
-                snprintf(msg, sizeof msg, "cannot open the tenant's S3 secret key with this node's QUEEN_ENCRYPTION_KEY: %s",
+                snprintf(msg, sizeof msg,
+                         "cannot open the tenant's S3 secret key: %s (every node needs the QUEEN_ENCRYPTION_KEY that "
+                         "sealed it)",
                          d);
             } else {
                 doc.cfg.secret_key = xstrndup(plain.data, plain.len);

@@ -1,7 +1,7 @@
 // A bucket per tenant (spec/s3-sink.txt; docs/control-plane.md, "The sink per tenant"): two
 // nodes with the embedded proxy and the S3 sink on one database and one S3 server (s3rver,
-// which checks SigV4 signatures), node 2 with another QUEEN_ENCRYPTION_KEY, and a third node
-// without the sink. The routes with every validation refusal and the secret never shown; a
+// which checks SigV4 signatures), node 2 with another QUEEN_ENCRYPTION_KEY, a third node
+// without the sink and a fourth without any key. The routes with every validation refusal and the secret never shown; a
 // wrong secret rotated to the right one reaches the sink; two tenants sharing one bucket never
 // share a key and each lake holds only its own records; a PUT without secretKey keeps it and
 // rebuilds the sink, which resumes from its pointer (every record once); node 2 cannot open the
@@ -23,7 +23,7 @@ const TA = 'aaaaaaaa-0000-4000-8000-0000000000b1';
 const TB = 'bbbbbbbb-0000-4000-8000-0000000000b2';
 const WRONG = 'not-the-secret-of-this-s3-server';
 
-let pg, s3, reg, n1, n2, n3, p1, p2, p3;
+let pg, s3, reg, n1, n2, n3, n4, p1, p2, p3, p4;
 const px = (port) => `http://127.0.0.1:${port}`;
 const cpH = { 'x-queen-cp-token': CP };
 const cp = {
@@ -70,7 +70,7 @@ before(async () => {
   pg = await startPostgres();
   s3 = await startS3();
   reg = nodeRegistry();
-  [p1, p2, p3] = [await freePort(), await freePort(), await freePort()];
+  [p1, p2, p3, p4] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const env = {
     QUEEN_PG_URL: pg.url, QUEEN_PROXY_CP_TOKEN: CP, QUEEN_S3_EMBEDDED: 'true', QUEEN_S3_SAFE_GUARD_MS: '300',
     QUEEN_S3_DISCOVERY_INTERVAL_MS: '100', QUEEN_S3_LEASE_TTL_MS: '3000',
@@ -78,6 +78,7 @@ before(async () => {
   n1 = await reg.start({ env: { ...env, QUEEN_PROXY_PORT: String(p1), QUEEN_ENCRYPTION_KEY: KEY1, QUEEN_S3_INSTANCE: 'n1' } });
   n2 = await reg.start({ env: { ...env, QUEEN_PROXY_PORT: String(p2), QUEEN_ENCRYPTION_KEY: KEY2, QUEEN_S3_INSTANCE: 'n2' } });
   n3 = await reg.start({ env: { QUEEN_PG_URL: pg.url, QUEEN_PROXY_CP_TOKEN: CP, QUEEN_PROXY_PORT: String(p3) } });
+  n4 = await reg.start({ env: { ...env, QUEEN_PROXY_PORT: String(p4), QUEEN_S3_INSTANCE: 'n4' } }); // no key
 });
 after(async () => {
   const dirs = reg ? reg.nodes.map((n) => n.data) : [];
@@ -226,6 +227,18 @@ describe('a bucket per tenant', () => {
       assert.equal(g.queues[0].heldBy, node === n1 ? 'n1' : 'n2');
       assert.equal((await get(node.url, '/status')).json.s3.controlPlaneError, null);
     }
+    // a node without QUEEN_ENCRYPTION_KEY opens no secret and seals none
+    for (const t of [TA, TB]) {
+      const x = await until(async () => {
+        const y = await sinkOf(n4, t);
+        return y && y.phase === 'error' && y;
+      }, 8000, `node 4's sink of ${t} in error`, n4);
+      assert.match(x.error, /this node has no QUEEN_ENCRYPTION_KEY/);
+      assert.deepEqual(x.queues, []);
+    }
+    const r = await cp.put('/clusters/acme/s3', settings({ secretKey: 'S3RVER' }), p4);
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json.code, 'encryption_key_missing');
   });
 
   test('a PUT without secretKey keeps it and rebuilds the sink, which resumes from its pointer', async () => {
