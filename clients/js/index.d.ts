@@ -40,6 +40,11 @@ export class QueenHttpError extends Error {
   status?: number; code?: string; reason?: string; detail?: string; body?: unknown; retryAfterSeconds?: number;
 }
 
+/** a pop that asked for conflation() got an answer without the conflation echo (an old broker); terminal for consume */
+export class ConflationUnsupportedError extends Error {
+  readonly code: 'conflation_unsupported'; status?: number; body?: unknown;
+}
+
 export class HttpClient {
   constructor(opts: QueenOptions & { urls: string[] });
   urls: string[];
@@ -78,6 +83,8 @@ export class QueueBuilder {
   renewLease(on?: boolean, everyMillis?: number): QueueBuilder;
   idleMillis(ms: number): QueueBuilder;
   config(opts: Record<string, Json>): QueueBuilder;
+  /** last-value delivery for the group: the newest record of each claimed partition (needs group(), refused with autoAck) */
+  conflation(on?: boolean): QueueBuilder;
   create(): Promise<any>;
   delete(): Promise<any>;
   push<T = any>(items: PushItem<T> | PushItem<T>[]): Promise<PushResult[]>;

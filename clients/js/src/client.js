@@ -4,6 +4,32 @@ import os from 'node:os';
 import { HttpClient, QueenHttpError, sleep } from './http.js';
 
 const QUEUE_MODE = '__QUEUE_MODE__';
+
+// A pop that asked for conflation got an answer with neither `conflation: true` nor
+// `conflationConflict: true` (a 204 included): the broker ignored the flag, so the group would
+// get every record instead of the newest of each partition. Terminal for a consumer (the 2.x
+// client's ConflationUnsupportedError).
+export class ConflationUnsupportedError extends Error {
+  constructor(message = 'queen-mq: conflation() requires a broker that supports conflation (the answer carried no conflation echo)', { status, body } = {}) {
+    super(message);
+    this.name = 'ConflationUnsupportedError';
+    this.code = 'conflation_unsupported';
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// `conflationConflict: true`: the group's stored policy differs from what the pop declared, and
+// the stored one was applied. Warned once per process (process.emitWarning), as the 2.x client.
+let conflictWarned = false;
+function warnConflationConflict(queue, group) {
+  if (conflictWarned) return;
+  conflictWarned = true;
+  process.emitWarning(`queen-mq: the pop of queue ${queue} for group ${group} declared a conflation policy that differs from the group's stored one; the stored policy applies (warned once per process)`,
+    { type: 'QueenConflationConflict', code: 'conflation_conflict' });
+}
+// for tests: forget that the warning was given
+export function _resetConflationWarning() { conflictWarned = false; }
 const UUID4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 // UUIDv7: 48-bit unix ms, version and variant bits, the rest random
@@ -119,6 +145,7 @@ export class QueueBuilder {
     this._renewMillis = 0;
     this._idleMillis = undefined;
     this._each = false;
+    this._conflation = false;
   }
 
   // builder methods set the option and return the builder (as the earlier client's did)
@@ -141,6 +168,9 @@ export class QueueBuilder {
   renewLease(on = true, everyMillis = 10000) { return this._clone({ _renewMillis: on ? everyMillis : 0 }); }
   idleMillis(ms) { return this._clone({ _idleMillis: ms }); }
   config(opts) { return this._clone({ _config: { ...this._config, ...opts } }); }
+  // last-value delivery for the group: each claimed partition gives its newest record (needs
+  // group(); refused with autoAck — the broker's 400s conflation_needs_group / _with_auto_ack)
+  conflation(on = true) { return this._clone({ _conflation: !!on }); }
 
   async create() {
     return this.queen.http.request('POST', '/api/v1/configure', {
@@ -188,6 +218,7 @@ export class QueueBuilder {
     if (this._namespace && !this.name) q.push(['namespace', this._namespace]);
     if (this._task && !this.name) q.push(['task', this._task]);
     if (this._partitions && this._partitions > 1) q.push(['partitions', this._partitions]);
+    if (this._conflation) q.push(['conflation', 'true']);
     return q.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
   }
 
@@ -207,6 +238,12 @@ export class QueueBuilder {
     const res = await this.queen.http.request('GET', `${this._popPath()}?${this._popQuery()}`, {
       affinityKey: this._affinity(), timeoutMillis: (this._wait ? this._timeout : 0) + 5000, longPoll: this._wait, signal,
     });
+    if (this._conflation) {
+      // every answer to a conflating pop carries the echo, an empty one included (200, not 204)
+      const echoed = res && typeof res === 'object' && (res.conflation === true || res.conflationConflict === true);
+      if (!echoed) throw new ConflationUnsupportedError(undefined, { status: res ? 200 : 204, body: res });
+      if (res.conflationConflict === true) warnConflationConflict(this.name ?? this._namespace, this._group);
+    }
     if (!res) return [];
     if (res.success === false && res.code) throw new QueenHttpError(res.error ?? res.code, { code: res.code, body: res });
     return (res.messages ?? []).filter(Boolean);
@@ -220,7 +257,9 @@ export class QueueBuilder {
     const perMessage = each ?? (this._each || (this._batch ?? 1) === 1);
     const c = new Consumer(this, handler, { signal, each: perMessage, onError });
     this.queen._consumers.add(c);
-    c.done.finally(() => this.queen._consumers.delete(c));
+    // the bookkeeping chain must not itself be an unhandled rejection when the loop ends in an
+    // error (a 403, a conflation refusal): the caller sees that error on c.done
+    c.done.finally(() => this.queen._consumers.delete(c)).catch(() => {});
     return c;
   }
 
@@ -306,7 +345,10 @@ export class Consumer {
       } catch (err) {
         if (signal.aborted) break;
         if (err.status === 403) throw err; // a 403 stops a consumer
-        if (err.code === 'conflation_unsupported') throw err;
+        // terminal: a broker that ignores conflation, and the conflation refusals (400
+        // conflation_needs_group / conflation_with_auto_ack), which no retry can change
+        if (err instanceof ConflationUnsupportedError) throw err;
+        if (err.status === 400 && typeof err.code === 'string' && err.code.startsWith('conflation_')) throw err;
         this.onError?.(err);
         await sleep(500, signal);
         continue;

@@ -1,6 +1,6 @@
 // Compiled by tsc (make sdk-js), never run: the spec's JS example and the client surface type-check
 // against index.d.ts.
-import { Queen, Stream, tokenBucketGate, type Message, type StreamHandle } from 'queen-mq';
+import { Queen, Stream, tokenBucketGate, ConflationUnsupportedError, type Message, type StreamHandle } from 'queen-mq';
 
 export async function specExample(): Promise<StreamHandle> {
   const url = 'http://localhost:6632';
@@ -32,6 +32,10 @@ export async function client(queen: Queen): Promise<void> {
   await queen.ack(msgs, true, { group: 'g' });
   const c = queen.queue('q').group('g').renewLease(true, 5000).consume(async (m: Message) => { void m.data; });
   await c.stop();
+  const latest: Message[] = await queen.queue('q').group('g').conflation().partitions(10).batch(10).wait(false).pop();
+  void latest;
+  const lv = queen.queue('q').group('g').conflation(true).consume(async (m: Message) => { void m.data; }, { onError: (e) => { if (e instanceof ConflationUnsupportedError) void e.code; } });
+  await lv.stop();
   await queen.transaction().ack(msgs[0]).queue('out').partition('p').push([{ data: 1 }]).once('dedup', 'k', { ttlSeconds: 60 }).commit();
   await queen.kv.put('ns', 'k', { a: 1 }, { forever: true });
   await queen.timers.schedule({ queue: 'q', timerKey: 'k', payload: { a: 1 }, delayMs: 1000 });

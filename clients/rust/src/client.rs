@@ -173,6 +173,15 @@ impl PushResult {
     }
 }
 
+/// Set by the first `conflationConflict: true` answer (the one-time warning went to stderr).
+static CONFLICT_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process has seen (and warned about) a conflation conflict: a pop declared a
+/// policy that differs from the group's stored one, and the stored one was applied.
+pub fn conflation_conflict_warned() -> bool {
+    CONFLICT_WARNED.load(Ordering::SeqCst)
+}
+
 /// A queue, with the knobs of its next pop/consume/push (a builder: every setter returns a copy).
 #[derive(Clone)]
 pub struct QueueRef {
@@ -187,6 +196,7 @@ pub struct QueueRef {
     pub(crate) auto_ack: bool,
     pub(crate) subscription_mode: Option<String>,
     pub(crate) subscription_from: Option<String>,
+    pub(crate) conflation: bool,
 }
 
 impl Queen {
@@ -213,6 +223,7 @@ impl Queen {
             auto_ack: false,
             subscription_mode: None,
             subscription_from: None,
+            conflation: false,
         }
     }
     pub fn kv(&self) -> Kv {
@@ -500,6 +511,15 @@ impl QueueRef {
         self.subscription_from = Some(f.to_string());
         self
     }
+    /// Last-value delivery for the group (the 2.x client's `conflation()`): each claimed
+    /// partition gives its newest record, the ones behind it are retired for the group. Needs
+    /// `group`; refused with `auto_ack` (the broker's 400s `conflation_needs_group` and
+    /// `conflation_with_auto_ack`). Every answer must echo the policy, else the pop fails with
+    /// [`Error::ConflationUnsupported`]; a conflict echo warns once per process.
+    pub fn conflation(mut self, on: bool) -> Self {
+        self.conflation = on;
+        self
+    }
 
     /// `POST /api/v1/configure` with the 2.x defaults under the caller's options (camelCase).
     pub async fn configure(&self, options: Value) -> Result<Value> {
@@ -567,6 +587,9 @@ impl QueueRef {
         if let Some(n) = self.partitions.filter(|n| *n > 1) {
             q.push(format!("partitions={n}"));
         }
+        if self.conflation {
+            q.push("conflation=true".into());
+        }
         format!("{p}?{}", q.join("&"))
     }
 
@@ -574,7 +597,21 @@ impl QueueRef {
     pub async fn pop(&self) -> Result<Vec<Message>> {
         let affinity = format!("{}:{}:{}", self.name, self.partition.as_deref().unwrap_or("*"), self.group.as_deref().unwrap_or(QUEUE_MODE));
         let opts = CallOpts { affinity: Some(affinity), long_poll: if self.wait { Some(Duration::from_millis(self.timeout_ms)) } else { None } };
-        let (_, v) = self.queen.http.request(Method::GET, &self.pop_path(), None, &opts).await?;
+        let (status, v) = self.queen.http.request(Method::GET, &self.pop_path(), None, &opts).await?;
+        if self.conflation {
+            // every answer to a conflating pop carries the echo, an empty one included (200, not 204)
+            let echo = |k: &str| v.as_ref().and_then(|v| v.get(k)).and_then(Value::as_bool) == Some(true);
+            if !echo("conflation") && !echo("conflationConflict") {
+                return Err(Error::ConflationUnsupported { status });
+            }
+            if echo("conflationConflict") && !CONFLICT_WARNED.swap(true, Ordering::SeqCst) {
+                eprintln!(
+                    "queen-mq: warning: the pop of queue {} for group {} declared a conflation policy that differs from the group's stored one; the stored policy applies (warned once per process)",
+                    self.name,
+                    self.group.as_deref().unwrap_or(QUEUE_MODE)
+                );
+            }
+        }
         let v = match v {
             None => return Ok(vec![]),
             Some(v) => v,
@@ -604,6 +641,10 @@ impl QueueRef {
                 let batch = match me.pop().await {
                     Ok(b) => b,
                     Err(e) if e.status() == Some(403) => return Err(e),
+                    // terminal: a broker that ignores conflation, and the conflation refusals
+                    // (400 conflation_needs_group / conflation_with_auto_ack), which no retry changes
+                    Err(e @ Error::ConflationUnsupported { .. }) => return Err(e),
+                    Err(e) if e.status() == Some(400) && e.code().is_some_and(|c| c.starts_with("conflation_")) => return Err(e),
                     Err(_) => {
                         tokio::time::sleep(Duration::from_millis(500)).await;
                         continue;

@@ -31,6 +31,10 @@ pub enum Error {
     Chain(String),
     /// A query registered under this name with another config_hash (HTTP 409). `reset(true)`.
     ConfigMismatch(String),
+    /// A pop that asked for `conflation(true)` got an answer with neither `conflation: true`
+    /// nor `conflationConflict: true` (a 204 included): the broker ignored the flag. Terminal
+    /// for `consume` (the 2.x client's ConflationUnsupportedError). Holds the answer's status.
+    ConflationUnsupported { status: u16 },
 }
 
 impl Error {
@@ -44,6 +48,7 @@ impl Error {
     pub fn code(&self) -> Option<&str> {
         match self {
             Error::Http { code, .. } => code.as_deref(),
+            Error::ConflationUnsupported { .. } => Some("conflation_unsupported"),
             _ => None,
         }
     }
@@ -73,6 +78,9 @@ impl fmt::Display for Error {
             Error::Invalid(m) => write!(f, "invalid: {m}"),
             Error::Chain(m) => write!(f, "stream chain: {m}"),
             Error::ConfigMismatch(m) => write!(f, "config_hash mismatch (HTTP 409), rerun with reset(true): {m}"),
+            Error::ConflationUnsupported { status } => {
+                write!(f, "conflation_unsupported: the pop asked for conflation and the broker's answer (HTTP {status}) carried no conflation echo; it needs a broker that supports conflation")
+            }
         }
     }
 }
