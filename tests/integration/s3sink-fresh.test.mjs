@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { post, startPostgres } from './harness.mjs';
-import { startS3 } from './s3harness.mjs';
+import { startFaultProxy, startS3 } from './s3harness.mjs';
 import { lakeRecords, nodeRegistry, queueRow, sinkEnv, TENANT, waitFor } from './sinkutil.mjs';
 
 const MAN = (q) => `queen/_queen/tenant=${TENANT}/queue=${q}/windows/`;
@@ -45,12 +45,15 @@ async function windowsTo(node, queue, k) {
 describe('a fresh sink over an earlier lake', () => {
   let s3;
   let pg;
+  let proxy;
   const reg = nodeRegistry();
   before(async () => {
     s3 = await startS3();
+    proxy = await startFaultProxy(s3.endpoint);
   });
   after(async () => {
     await reg.stopAll();
+    if (proxy) await proxy.stop();
     if (s3) await s3.stop();
     if (pg) pg.destroy();
   });
@@ -114,5 +117,30 @@ describe('a fresh sink over an earlier lake', () => {
     const m = JSON.parse((await s3.get(manKey(q, n + 1))).toString());
     assert.equal(m.records, 2);
     await node.stop();
+  });
+
+  test('the manifest PUT asks not to replace (If-None-Match: *); a 412 over another window is refused', async () => {
+    // s3rver ignores the header, so the proxy answers 412 as S3 does for a key that exists; the
+    // foreign manifest appears after the probe (another writer on the same prefix)
+    const q = 'guarded';
+    const key = manKey(q, 1);
+    proxy.pass();
+    proxy.fault('error', { status: 412, code: 'PreconditionFailed', message: 'At least one of the pre-conditions you specified did not hold', match: { op: 'put', key } });
+    const node = await reg.start({ env: sinkEnv(proxy.endpoint, { QUEEN_S3_QUEUES: q, QUEEN_S3_MAX_WINDOW_MS: '3000', QUEEN_S3_SHUTDOWN_GRACE_MS: '1000' }) });
+    await pushN(node, q, 0, 2);
+    await waitFor('the probe of windows/1', async () => proxy.count({ op: 'get', key }) >= 1, 20000, node);
+    const foreign = Buffer.from(JSON.stringify({ k: 1, tStart: 1, tEnd: 2, note: 'another writer' }));
+    assert.equal(await s3.put(key, foreign), 200);
+    await waitFor('the refusal', async () => {
+      const r = await queueRow(node, q);
+      return r && /already holds another window's manifest; refusing to replace it/.test((r.lastError && r.lastError.message) || '');
+    }, 30000, node);
+    const puts = proxy.requests.filter((r) => r.op === 'put' && r.key === key);
+    assert.ok(puts.length >= 1);
+    for (const r of puts) assert.equal(r.headers['if-none-match'], '*');
+    assert.deepEqual(await s3.get(key), foreign, 'the other manifest is untouched');
+    assert.equal((await queueRow(node, q)).k, 0, 'nothing committed over it');
+    await node.stop(); // the refused window cannot drain: the grace is cut short, nothing lost
+    proxy.pass();
   });
 });
