@@ -92,6 +92,7 @@ int qpf_claim(qpf_writer *w, uint64_t partition_id, const char *name, size_t nl,
     w->claim_records = 0;
     w->claim_start = first;
     w->claim_end = last;
+    w->claim_next = first;
     w->in_claim = 1;
     w->claims++;
     return w->body.overflow ? -1 : 0;
@@ -104,7 +105,7 @@ int qpf_message(qpf_writer *w, uint64_t offset, int64_t created_at_us, const uin
     if (!w->in_claim || offset < w->claim_start || offset > w->claim_end || tl > 0xffff ||
         (producer && pl > 0xffff))
         return -1;
-    if (w->in_record && offset < w->rec_next)
+    if (offset < w->claim_next)
         return -1; /* not ascending */
     /* the frame's body: flags .. payload */
     size_t body_len = 1 + 16 + (trace ? 16 : 0) + 2 + tl + (producer ? 2 + pl : 0) + plen;
@@ -136,6 +137,7 @@ int qpf_message(qpf_writer *w, uint64_t offset, int64_t created_at_us, const uin
     buf_append(&w->body, payload, plen);
     w->rec_count++;
     w->rec_next = offset + 1;
+    w->claim_next = offset + 1;
     w->messages++;
     return w->body.overflow ? -1 : 0;
 }
@@ -146,8 +148,8 @@ int qpf_stored(qpf_writer *w, uint64_t base_offset, int64_t created_at_us, uint3
     uint64_t last = base_offset + count - 1;
     if (!w->in_claim || count == 0 || base_offset < w->claim_start || last > w->claim_end || zlen > UINT32_MAX)
         return -1;
-    if (w->in_record && base_offset < w->rec_next)
-        return -1;
+    if (base_offset < w->claim_next)
+        return -1; /* not ascending */
     close_record(w);
     put_u64(&w->body, base_offset);
     put_u64(&w->body, (uint64_t)created_at_us);
@@ -157,6 +159,7 @@ int qpf_stored(qpf_writer *w, uint64_t base_offset, int64_t created_at_us, uint3
     buf_append(&w->body, z, zlen);
     w->claim_records++;
     w->rec_next = last + 1;
+    w->claim_next = last + 1;
     w->messages += count;
     return w->body.overflow ? -1 : 0;
 }

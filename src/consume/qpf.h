@@ -45,6 +45,7 @@ typedef struct qpf_writer {
     uint32_t rec_count;
     int64_t rec_ts;
     uint64_t rec_next;    /* the offset that would continue the open record */
+    uint64_t claim_next;  /* the lowest offset the open claim may take next */
     uint64_t messages;
 } qpf_writer;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "core/zdctx.h"
 #include "json/json.h"
 
 typedef struct rd {
@@ -137,7 +138,7 @@ static int unzstd(const uint8_t *z, size_t zlen, size_t *budget, arena *ar, cons
     if (ZSTD_isError(fsz) || fsz != zlen)
         return fail(e, "zstd_invalid", g, -1, "%s must be exactly one zstd frame", what);
     uint8_t *dst = arena_alloc(ar, size ? (size_t)size : 1);
-    size_t got = ZSTD_decompress(dst, (size_t)size, z, zlen);
+    size_t got = zdctx_decompress(dst, (size_t)size, z, zlen);
     if (ZSTD_isError(got) || got != size)
         return fail(e, "zstd_invalid", g, -1, "%s's zstd frame does not decompress: %s", what,
                     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "shorter than its header says");

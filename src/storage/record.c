@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include "core/uuid.h"
+#include "core/zdctx.h"
 
 #define CHUNK_BROKEN 0xffu
 
@@ -181,7 +182,7 @@ static int chunk_inflate(seg_reader *s, const chunk_head *h)
         return -1;
     m->next = s->mem;
     s->mem = m;
-    size_t got = ZSTD_decompress(m->data, (size_t)size, h->body, h->body_len);
+    size_t got = zdctx_decompress(m->data, (size_t)size, h->body, h->body_len);
     if (ZSTD_isError(got) || got != size)
         return -1;
     s->p = m->data;

@@ -266,19 +266,21 @@ describe('control plane', () => {
   });
 
   test('request rate: 429 rate_limited with Retry-After, shared by the two nodes, then recovered', async () => {
-    const L = 20;
+    const L = 10;
     let r = await cp.patch('/clusters/beta', { quotas: { requestsPerSecond: L } });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.quotas.requestsPerSecond, L);
     await sleep(1200); // node 2 has the quota too
     const B = client(b.token), B2 = client(b.token, p2);
-    // 2 × 40 requests a second, in waves a quarter into each second; a wave that ends in the
-    // next second (a loaded machine) was counted against two seconds and measures nothing
+    // 2 × 2L requests a second, in waves just after each second's round (100 ms into it); the
+    // waves are small (a wave of 2 × 40 under the sanitizer build at load 10 straddled 7 of 8)
+    // and there are up to 16 of them. A wave whose answers end in the next second may have been
+    // admitted against two seconds, so only its lower bound is checked
     const counts = [], straddled = [];
-    for (let s = 0; s < 8 && counts.filter((c, i) => i >= 2 && !straddled[i]).length < 2; s++) {
-      await sleep(1000 - (Date.now() % 1000) + 250);
+    for (let s = 0; s < 16 && counts.filter((c, i) => i >= 2 && !straddled[i]).length < 2; s++) {
+      await sleep(1000 - (Date.now() % 1000) + 150);
       const t0 = Math.floor(Date.now() / 1000);
-      const rs = await Promise.all([...Array(40)].flatMap(() => [B.get('/api/v1/kv/ns'), B2.get('/api/v1/kv/ns')]));
+      const rs = await Promise.all([...Array(2 * L)].flatMap(() => [B.get('/api/v1/kv/ns'), B2.get('/api/v1/kv/ns')]));
       straddled.push(Math.floor(Date.now() / 1000) !== t0);
       const ok = rs.filter((x) => x.status === 200).length;
       const limited = rs.filter((x) => x.status === 429);
@@ -290,10 +292,12 @@ describe('control plane', () => {
       counts.push(ok);
     }
     // unshared, each node would admit L a second (2L in all); shared, the two converge on L
-    if (!straddled[0]) assert.ok(counts[0] <= 2 * L, `first second: ${counts}`);
-    const settled = counts.filter((c, i) => i >= 2 && !straddled[i]);
-    assert.equal(settled.length, 2, `two waves inside their second: ${counts} (straddled: ${straddled})`);
-    assert.ok(settled.every((c) => c <= 1.25 * L && c >= L / 2), `per second across both nodes: ${counts} (straddled: ${straddled})`);
+    const what = `per second across both nodes: ${counts} (straddled: ${straddled})`;
+    if (!straddled[0]) assert.ok(counts[0] <= 2 * L, `first second: ${what}`);
+    const later = counts.map((c, i) => [c, straddled[i]]).slice(2);
+    assert.ok(later.every(([c]) => c >= L / 2), what);
+    assert.ok(later.every(([c, st]) => st || c <= 1.25 * L), what);
+    assert.ok(later.some(([, st]) => !st), `no wave ended inside its second: ${what}`);
     await sleep(1100);
     assert.equal((await B.get('/api/v1/kv/ns')).status, 200);
     const m = (await get(n1.url, '/metrics/prometheus')).text;

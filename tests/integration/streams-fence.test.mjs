@@ -204,6 +204,13 @@ test('a seek back replays the source: a flush closing the re-created window emit
   assert.equal(late.json.success, true, late.text);
   assert.equal(late.json.replay, true);
   assert.equal((await sinkRecords(sink)).length, 2);
+  // a third incarnation flushed twice in one array body: emitted once more
+  assert.equal((await open()).json.success, true);
+  const arr = await cycle([flush, flush]);
+  assert.equal(arr.status, 200, arr.text);
+  assert.deepEqual(arr.json.map((e) => e.success), [true, true], arr.text);
+  assert.deepEqual(arr.json.map((e) => e.push_results[0].status).sort(), ['duplicate', 'queued'], arr.text);
+  assert.equal((await sinkRecords(sink)).length, 3);
 });
 
 test('row versions (our SDKs): state/get answers them on request; an op applies only to the row as it was read', async () => {

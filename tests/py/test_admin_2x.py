@@ -56,6 +56,23 @@ async def test_trace_from_a_consumer_and_the_three_reads(client: Queen, qname):
     assert got["audit"]["trace_count"] == 2
 
 
+async def test_trace_of_a_producer_compressed_record(broker, client: Queen, qname):
+    """A record pushed inside a producer's zstd frame (binary push, flag 8): the trace finds it
+    and the by-name read answers its payload."""
+    async with Queen(broker.url, binary_push=True, push_compression=True) as prod:
+        await prod.queue(qname).push([{"transactionId": f"z{i}", "data": {"z": i}} for i in range(5)])
+    answers = []
+
+    async def handler(msg):
+        answers.append(await msg["trace"]({"data": {"seen": msg["data"]["z"]}, "traceName": "zt-" + qname}))
+
+    await consume_n(client, qname, 5, handler)
+    assert all(a["success"] for a in answers), answers
+    by = await client.admin.get_traces_by_name("zt-" + qname, limit=10)
+    assert sorted(t["message_payload"]["z"] for t in by["traces"]) == [0, 1, 2, 3, 4]
+    assert all(t["message_payload"]["z"] == t["data"]["seen"] for t in by["traces"])
+
+
 async def test_trace_in_a_group_and_after_the_queue_is_gone(client: Queen, qname):
     await client.queue(qname).push([{"transactionId": "g0", "data": 1}])
     out = {}

@@ -153,3 +153,19 @@ async def test_a_stream_source_conflates(client: Queen, broker, qname):
     assert sorted((g["p"], g["v"]) for g in got) == [("a", 29), ("b", 9)]
     d = await client.admin.get_queue_depth(src, group=f"streams.{qname}")
     assert (d["conflation"], d["pending"], d["effectivePending"]) == (True, 0, 0)
+
+
+async def test_conflation_over_producer_compressed_frames(broker, qname):
+    """Records a 2.x producer pushed as its own zstd frames (binary push, flag 8, kept as sent):
+    the newest is inside a stored frame, and a conflating pop (JSON and framed) hands out that
+    one record, not the frame."""
+    async with Queen(broker.url, binary_push=True, push_compression=True) as prod:
+        await prod.queue(qname).partition("z").push([{"data": {"p": "z", "v": i}} for i in range(40)])
+    async with Queen(broker.url) as q:
+        got = await q.queue(qname).group("json").conflation().batch(10).wait(False).pop()
+        assert [m["data"]["v"] for m in got] == [39]
+        await q.ack(got, True, {"group": "json"})
+    async with Queen(broker.url, framed_pop=True) as f:
+        got = await f.queue(qname).group("framed").conflation().batch(10).wait(False).pop()
+        assert [m["data"]["v"] for m in got] == [39]
+        await f.ack(got, True, {"group": "framed"})

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "core/buf.h"
 #include "core/timeutil.h"
@@ -98,10 +99,20 @@ static void req_init(push_req *r, const uint8_t tenant[16], push_item *items, ui
     r->next = next;
 }
 
-/* The records of segment k of the call, in order. */
+/* The records of segment k of the call, in order; their views live until the next call or
+ * seg_records_release (a codec-1 segment's are in what the reader inflated). */
+static seg_reader last_reader;
+
+static void seg_records_release(void)
+{
+    seg_reader_done(&last_reader);
+    memset(&last_reader, 0, sizeof last_reader);
+}
+
 static int seg_records(const push_enc *e, uint32_t k, record_view *out, int cap)
 {
     arr_view data = arr_read(e, A_DATA), count = arr_read(e, A_COUNT);
+    seg_records_release();
     seg_reader s;
     assert_int_equal(seg_reader_init(&s, data.el[k], (size_t)data.len[k], 0, (uint32_t)el_i32(&count, k)), 0);
     int n = 0;
@@ -111,7 +122,14 @@ static int seg_records(const push_enc *e, uint32_t k, record_view *out, int cap)
         assert_true(n < cap);
     }
     assert_int_equal(rc, 0);
+    last_reader = s;
     return n;
+}
+
+static uint8_t seg_codec_byte(const push_enc *e, uint32_t k)
+{
+    arr_view data = arr_read(e, A_DATA);
+    return data.el[k][0];
 }
 
 static void test_groups_by_tenant_queue_partition(void **state)
@@ -236,6 +254,87 @@ static void test_only_pending_items(void **state)
     push_enc_free(&e);
 }
 
+
+/* The producer frames of items, as QPB1 flag 8 sends them, compressed into z. */
+static void make_zframe(push_item *items, uint32_t n, buf *z, push_zframe *zf)
+{
+    buf raw;
+    buf_init(&raw, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t blen = 1 + 16 + 2 + items[i].txn_len + items[i].payload_len;
+        uint8_t h[4] = {(uint8_t)blen, (uint8_t)(blen >> 8), 0, 0};
+        buf_append(&raw, h, 4);
+        buf_putc(&raw, 0);
+        uint8_t id[16] = {0x01, 0x8f, 0, 0, 0, 0, 0x70, 0, 0x80};
+        id[15] = (uint8_t)i;
+        buf_append(&raw, id, 16);
+        uint8_t tl[2] = {(uint8_t)items[i].txn_len, 0};
+        buf_append(&raw, tl, 2);
+        buf_append(&raw, items[i].txn, items[i].txn_len);
+        buf_append(&raw, items[i].payload, items[i].payload_len);
+    }
+    size_t cap = ZSTD_compressBound(raw.len);
+    buf_reset(z);
+    buf_reserve(z, cap);
+    z->len = ZSTD_compress(z->data, cap, raw.data, raw.len, 1);
+    assert_false(ZSTD_isError(z->len));
+    buf_free(&raw);
+    *zf = (push_zframe){(const uint8_t *)z->data, z->len, items, n, 0};
+    for (uint32_t i = 0; i < n; i++)
+        items[i].zf = zf;
+}
+
+static void test_whole_producer_frames_are_kept(void **state)
+{
+    (void)state;
+    push_item a[3] = {item("q", "p", "{\"a\":1}", "t0", 1), item("q", "p", "[2]", "t1", 1), item("q", "p", "3", "t2", 1)};
+    push_item b[1] = {item("q", "p", "\"json\"", "tj", 1)};
+    buf z;
+    buf_init(&z, 0);
+    push_zframe zf;
+    make_zframe(a, 3, &z, &zf);
+    push_req rb, ra;
+    req_init(&rb, T1, b, 1, NULL);
+    req_init(&ra, T1, a, 3, &rb);
+    push_enc e;
+    push_enc_init(&e);
+    assert_int_equal(push_enc_build(&e, &ra, 0), 4);
+    /* one segment for the partition: codec 1, the frame as sent, then the JSON item's record */
+    assert_int_equal(e.ngroups, 1);
+    assert_int_equal(seg_codec_byte(&e, 0), SEGMENT_CHUNKED);
+    arr_view data = arr_read(&e, A_DATA), bytes = arr_read(&e, A_BYTES);
+    assert_true(memmem(data.el[0], (size_t)data.len[0], z.data, z.len) != NULL);
+    assert_int_equal(el_i32(&bytes, 0), 7 + 3 + 1 + 6);
+    record_view v[8];
+    assert_int_equal(seg_records(&e, 0, v, 8), 4);
+    assert_memory_equal(v[1].payload, "[2]", 3);
+    assert_memory_equal(v[3].payload, "\"json\"", 6);
+    char t[8];
+    assert_int_equal(record_txn_text(&v[2], t, sizeof t), 2);
+    assert_memory_equal(t, "t2", 2);
+    /* the dedup check still gets every producer transactionId */
+    assert_int_equal(e.ndd, 4);
+    /* after the database answered one as a duplicate the frame is no longer whole: codec 0 */
+    a[1].status = PUSH_DUPLICATE;
+    assert_int_equal(push_enc_build(&e, &ra, 0), 3);
+    assert_int_equal(seg_codec_byte(&e, 0), SEGMENT_VERSION);
+    assert_int_equal(seg_records(&e, 0, v, 8), 3);
+    assert_memory_equal(v[1].payload, "3", 1);
+    push_enc_free(&e);
+    /* a repeat inside the frame: codec 0 without the repeat */
+    push_item c[3] = {item("q", "p", "1", "same", 1), item("q", "p", "2", "other", 1), item("q", "p", "3", "same", 1)};
+    make_zframe(c, 3, &z, &zf);
+    push_req rc;
+    req_init(&rc, T1, c, 3, NULL);
+    push_enc_init(&e);
+    assert_int_equal(push_enc_build(&e, &rc, 0), 2);
+    assert_ptr_equal(c[2].dup_of, &c[0]);
+    assert_int_equal(seg_codec_byte(&e, 0), SEGMENT_VERSION);
+    push_enc_free(&e);
+    buf_free(&z);
+    seg_records_release();
+}
+
 static void test_seals_the_queues_that_need_it(void **state)
 {
     (void)state;
@@ -314,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_in_batch_dedup),
         cmocka_unit_test(test_only_pending_items),
         cmocka_unit_test(test_seals_the_queues_that_need_it),
+        cmocka_unit_test(test_whole_producer_frames_are_kept),
         cmocka_unit_test(test_no_key_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,6 +97,33 @@ static void test_claims_and_default_keys(void **state)
     buf_free(&out);
 }
 
+
+/* A producer's frame handed out as stored: one codec-1 record, its bytes unchanged, between
+ * records framed here; offsets must keep ascending inside the claim. */
+static void test_stored_frame_record(void **state)
+{
+    (void)state;
+    static const uint8_t Z[5] = {0x28, 0xb5, 0x2f, 0xfd, 0x99};
+    qpf_writer w;
+    buf out;
+    buf_init(&out, 0);
+    assert_int_equal(qpf_begin(&w, 0, "q", 1, "", 0, "g", 1), 0);
+    assert_int_equal(qpf_claim(&w, 7, "p", 1, 0, 9, 1), 0);
+    add(&w, 0, 1000, "1");
+    assert_int_equal(qpf_stored(&w, 1, 1000, 4, Z, sizeof Z), 0);
+    assert_int_equal(qpf_stored(&w, 3, 1000, 1, Z, sizeof Z), -1);  /* not ascending */
+    assert_int_equal(qpf_stored(&w, 8, 1000, 3, Z, sizeof Z), -1);  /* past the claim */
+    assert_int_equal(qpf_message(&w, 4, 1000, ID, NULL, "t", 1, NULL, 0, "2", 1), -1); /* inside it */
+    add(&w, 5, 1000, "2");
+    assert_int_equal(w.messages, 6);
+    assert_int_equal(qpf_finish(&w, NULL, 0, &out), 0);
+    /* the stored record sits after the first record: base 1, count 4, codec 1, len 5, Z */
+    uint8_t want[8 + 8 + 4 + 1 + 4 + 5] = {1, 0, 0, 0, 0, 0, 0, 0, 0xe8, 3, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 5, 0, 0, 0};
+    memcpy(want + 25, Z, sizeof Z);
+    assert_non_null(memmem(out.data, out.len, want, sizeof want));
+    buf_free(&out);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -133,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_head_records_and_flags),
         cmocka_unit_test(test_claims_and_default_keys),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_stored_frame_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

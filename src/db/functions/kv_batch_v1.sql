@@ -13,11 +13,15 @@
 -- required), 4 incr would pass max, 5 incr on a value that is not an integer, 6 incr overflow.
 -- o_flag: get found / put, incr created / delete deleted; on failure whether the key is live.
 -- A batch whose answer would carry more than 64 MiB of values fails with SQLSTATE 54000.
+-- plan_cache_mode: every statement here is a primary-key lookup, so its generic plan is the
+-- plan; without the setting PL/pgSQL re-planned them at every call (the generic plan's row
+-- estimate for an array parameter's unnest looked dearer than a custom plan's), and planning
+-- was most of the call's time (docs/kv.md, "Cost").
 CREATE OR REPLACE FUNCTION queen.kv_batch_v1(
     p_tenant uuid, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect int[],
     p_version bigint[], p_ttl_ms bigint[], p_by bigint[], p_max bigint[])
 RETURNS TABLE (o_index int, o_status int, o_version bigint, o_value text, o_expires_at bigint, o_flag boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     n        int := coalesce(cardinality(p_kind), 0);
     v_now    bigint := queen.now_us();

@@ -3,12 +3,16 @@
 -- verdict) and leaves the rollback to the caller. Lifetimes are in milliseconds (p_ttl_ms; the
 -- wire's ttlSeconds times 1000). Called by kv_ops_v1, and directly by the S3 sink's blocking
 -- connection (kv_batch_sync: every fenced op required, so a lost fence fails the statement).
+-- plan_cache_mode: every statement here is a primary-key lookup, so its generic plan is the
+-- plan; without the setting PL/pgSQL re-planned them at every call (the generic plan's row
+-- estimate for an array parameter's unnest looked dearer than a custom plan's), and planning
+-- was most of the call's time (docs/kv.md, "Cost").
 CREATE OR REPLACE FUNCTION queen.kv_ops_apply_v1(
     p_tenant uuid, p_raise boolean, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect bigint[],
     p_required boolean[], p_ttl_ms bigint[], p_delta bigint[], p_min bigint[], p_max bigint[], p_after text[],
     p_limit int[], p_keys_only boolean[], p_many_op int[], p_many_key text[])
 RETURNS TABLE (o_index int, o_result text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     n        int := coalesce(cardinality(p_kind), 0);
     v_now    bigint := queen.now_us();

@@ -20,12 +20,16 @@
 -- transaction rider), message 'kv_ops_v1: op <i from 1>: <reason>', detail the failed op's
 -- verdict JSON (without its value past 3800 bytes: valueOmitted); without p_raise it returns one row, o_index = -(i), o_result the verdict.
 -- Otherwise one row per op: o_index from 0, o_result the op's result object (JSON text).
+-- plan_cache_mode: every statement here is a primary-key lookup, so its generic plan is the
+-- plan; without the setting PL/pgSQL re-planned them at every call (the generic plan's row
+-- estimate for an array parameter's unnest looked dearer than a custom plan's), and planning
+-- was most of the call's time (docs/kv.md, "Cost").
 CREATE OR REPLACE FUNCTION queen.kv_ops_v1(
     p_tenant uuid, p_raise boolean, p_kind int[], p_ns text[], p_key text[], p_value text[], p_expect bigint[],
     p_required boolean[], p_ttl_s bigint[], p_delta bigint[], p_min bigint[], p_max bigint[], p_after text[],
     p_limit int[], p_keys_only boolean[], p_many_op int[], p_many_key text[])
 RETURNS TABLE (o_index int, o_result text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_msg text;
     v_det text;

@@ -11,12 +11,21 @@
 -- without locks, then takes a free one with FOR UPDATE SKIP LOCKED (an existing expired row) or
 -- by inserting it (ON CONFLICT DO NOTHING: a slot a concurrent acquirer is creating is skipped);
 -- renew and release lock the one permit row they name.
+-- Every lookup is bounded by the lock's own keys: the permits an owner may hold already are
+-- probed key by key (`<name>#<slot>`; a join there was planned as a scan of every lock of the
+-- tenant, parsing each value, dead rows included: the lock loop's latency grew with the
+-- namespace), and a permit found by its token is a range of the "C"-ordered keys
+-- `<name>#` .. `<name>$` ('$' follows '#'; names hold no '#').
 -- One row per op: o_index from 0, o_result the op's result object (JSON text).
+-- plan_cache_mode: every statement here is a primary-key lookup, so its generic plan is the
+-- plan; without the setting PL/pgSQL re-planned them at every call (the generic plan's row
+-- estimate for an array parameter's unnest looked dearer than a custom plan's), and planning
+-- was most of the call's time (docs/kv.md, "Cost").
 CREATE OR REPLACE FUNCTION queen.lock_ops_v1(
     p_tenant uuid, p_kind int[], p_name text[], p_owner text[], p_ttl_s bigint[], p_limit int[], p_token bigint[],
     p_slot int[])
 RETURNS TABLE (o_index int, o_result text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     n        int := coalesce(cardinality(p_kind), 0);
     v_now    bigint := queen.now_us();
@@ -43,11 +52,16 @@ BEGIN
         WHEN 0 THEN
             v_owner := coalesce(p_owner[i], 'queen:' || substr(md5(random()::text || clock_timestamp()::text), 1, 12));
             -- the same owner again (an answer lost on the way): the permit it already has
-            SELECT x.key, x.version INTO v_key, v_ver FROM queen.kv x
-             WHERE x.tenant_id = p_tenant AND x.namespace = 'queen-locks'
-               AND x.key = ANY (SELECT p_name[i] || '#' || g FROM generate_series(0, p_limit[i] - 1) g)
-               AND x.version > 0 AND (x.expires_at IS NULL OR x.expires_at > v_now)
-               AND x.value::jsonb ->> 'owner' = v_owner
+            -- (one key probe per slot: OFFSET 0 keeps the subquery from being flattened into a
+            -- join the planner may run as a scan of the namespace)
+            SELECT x.key, x.version INTO v_key, v_ver
+              FROM generate_series(0, p_limit[i] - 1) g,
+                   LATERAL (SELECT y.key, y.version FROM queen.kv y
+                             WHERE y.tenant_id = p_tenant AND y.namespace = 'queen-locks'
+                               AND y.key = p_name[i] || '#' || g
+                               AND y.version > 0 AND (y.expires_at IS NULL OR y.expires_at > v_now)
+                               AND y.value::jsonb ->> 'owner' = v_owner
+                            OFFSET 0) x
              ORDER BY x.key LIMIT 1;
             IF FOUND THEN
                 v_slot := substr(v_key, length(p_name[i]) + 2)::int;
@@ -100,7 +114,7 @@ BEGIN
             ELSE
                 SELECT x.key INTO v_key FROM queen.kv x
                  WHERE x.tenant_id = p_tenant AND x.namespace = 'queen-locks' AND x.version = p_token[i]
-                   AND x.key LIKE replace(replace(replace(p_name[i], '\', '\\'), '%', '\%'), '_', '\_') || '#%';
+                   AND x.key >= p_name[i] || '#' AND x.key < p_name[i] || '$';
             END IF;
             v_got := false;
             IF v_key IS NOT NULL THEN

@@ -12,14 +12,16 @@ CREATE OR REPLACE FUNCTION queen.streams_state_get_v1(p_tenant uuid, p_query uui
 RETURNS TABLE (key text, value text, updated_at bigint)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
+DECLARE
+    v_p uuid := queen.partition_uuid_v1(p_partition);  -- NULL: a framed pop's id of no partition
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtextextended(
-        'queen.streams:' || p_query::text || ':' || coalesce(queen.partition_uuid_v1(p_partition), p_partition)::text, 0));
+        'queen.streams:' || p_query::text || ':' || coalesce(v_p, p_partition)::text, 0));
     -- a new statement: a snapshot taken after the lock
     RETURN QUERY SELECT s.key, s.value::text, (extract(epoch FROM s.updated_at) * 1000000)::bigint
       FROM queen.stream_state s
       JOIN queen.stream_queries q ON q.id = s.query_id AND q.tenant_id = p_tenant
-     WHERE s.query_id = p_query AND s.partition_uuid = queen.partition_uuid_v1(p_partition)
+     WHERE s.query_id = p_query AND s.partition_uuid = v_p
        AND (coalesce(cardinality(p_keys), 0) = 0 OR s.key = ANY (p_keys))
        AND (p_prefix IS NULL OR left(s.key, char_length(p_prefix)) = p_prefix)
        AND (p_ripe IS NULL OR (jsonb_typeof(s.value->'windowEnd') = 'number'
