@@ -190,10 +190,12 @@ void kv_list_params(const uint8_t tenant[16], const char *ns, size_t ns_len, con
 /* Runs a batch on a blocking connection (any thread that owns the connection) through
  * queen.kv_ops_apply_v1, every op with a precondition and every incr required. The ops run in
  * one statement: all or nothing. Deadlocks and serialization failures are retried.
- * Returns 0 with *out filled (check out->fail), or -1 when the database failed (err says
- * why; the outcome is unknown when the connection was lost). */
-int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out, char *err,
-                  size_t errlen);
+ * Returns QERR_OK with *out filled (check out->fail); QERR_BAD_INPUT when an op is refused
+ * (kv_check_op) or n is out of range; QERR_DATABASE when the database failed (the outcome is
+ * unknown when the connection was lost); QERR_INTERNAL when the result has another shape.
+ * The detail is for the caller's log: it may hold the server's message. */
+qerr kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out,
+                   qerr_detail *err);
 
 /* ---- counters (/metrics/prometheus) ---- */
 typedef struct kv_metrics {

@@ -181,47 +181,42 @@ static int read_result(const char *p, size_t n, int kind, kv_result *r)
     return 0;
 }
 
-int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out, char *err,
-                  size_t errlen)
+qerr kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops, int n, kv_outcome *out,
+                   qerr_detail *err)
 {
     memset(out, 0, sizeof *out);
     out->failed_op = -1;
-    if (n < 1 || n > KV_BATCH_MAX_OPS) {
-        snprintf(err, errlen, "a batch holds 1 to %d ops, not %d", KV_BATCH_MAX_OPS, n);
-        return -1;
-    }
+    if (n < 1 || n > KV_BATCH_MAX_OPS)
+        return qerr_set(err, QERR_BAD_INPUT, NULL, "a batch holds 1 to %d ops, not %d", KV_BATCH_MAX_OPS, n);
     kvw_op *w = xcalloc((size_t)n, sizeof *w);
     for (int i = 0; i < n; i++) {
         qerr_detail e;
         if (kv_check_op(&ops[i], &e) != QERR_OK) {
-            snprintf(err, errlen, "op %d: %s", i, e.text);
             free(w);
-            return -1;
+            return qerr_set(err, QERR_BAD_INPUT, NULL, "op %d: %s", i, e.text);
         }
         to_wire(&ops[i], &w[i]);
     }
     kvw_params p;
     kvw_params_build_apply(tenant, w, n, &p);
-    int rc = -1;
+    qerr rc = QERR_DATABASE;
     for (int attempt = 1;; attempt++) {
         PGresult *res = PQexecParams(c, KV_OPS_APPLY_SQL, p.n, NULL, p.values, p.lengths, p.formats, 1);
         const char *ss = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (PQresultStatus(res) == PGRES_TUPLES_OK) {
             if (PQntuples(res) != n) {
-                snprintf(err, errlen, "kv_ops_apply_v1 answered %d rows for %d ops", PQntuples(res), n);
+                rc = qerr_set(err, QERR_INTERNAL, NULL, "kv_ops_apply_v1 answered %d rows for %d ops", PQntuples(res), n);
                 PQclear(res);
                 break;
             }
             out->results = xcalloc((size_t)n, sizeof *out->results);
             out->n = n;
             out->res = res;
-            rc = 0;
-            for (int i = 0; i < n && rc == 0; i++)
+            rc = QERR_OK;
+            for (int i = 0; i < n && rc == QERR_OK; i++)
                 if (read_result(PQgetvalue(res, i, KV_OPS_APPLY_RESULT), (size_t)PQgetlength(res, i, KV_OPS_APPLY_RESULT),
-                                w[i].kind, &out->results[i]) < 0) {
-                    snprintf(err, errlen, "kv_ops_apply_v1: result %d is not a JSON object", i);
-                    rc = -1;
-                }
+                                w[i].kind, &out->results[i]) < 0)
+                    rc = qerr_set(err, QERR_INTERNAL, NULL, "kv_ops_apply_v1: result %d is not a JSON object", i);
             break;
         }
         char reason[64];
@@ -241,13 +236,14 @@ int kv_batch_sync(struct pg_conn *c, const uint8_t tenant[16], const kv_op *ops,
                 out->current.value = NULL;
                 out->current.value_len = 0;
             }
-            rc = 0;
+            rc = QERR_OK;
             break;
         }
         int retry = ss && (strcmp(ss, "40001") == 0 || strcmp(ss, "40P01") == 0) && attempt < KV_SYNC_MAX_ATTEMPTS;
         if (!retry) {
             const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-            snprintf(err, errlen, "kv batch failed: %s", msg ? msg : PQerrorMessage(c));
+            /* for the caller's log: blocking threads (the sink) have no client to hide it from */
+            rc = qerr_set(err, QERR_DATABASE, NULL, "kv batch failed: %s", msg ? msg : PQerrorMessage(c));
             PQclear(res);
             break;
         }

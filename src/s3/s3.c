@@ -241,7 +241,7 @@ int s3_object_url(const s3_config *cfg, const char *key, buf *out)
     return out->overflow ? -1 : 0;
 }
 
-int s3_config_check(const s3_config *cfg, char *err, size_t errlen)
+qerr s3_config_check(const s3_config *cfg, qerr_detail *err)
 {
     endpoint_parts e;
     const char *why = NULL;
@@ -265,12 +265,7 @@ int s3_config_check(const s3_config *cfg, char *err, size_t errlen)
         why = "sse aws:kms:<key id> needs a key id";
     else if (cfg->max_inflight_parts < 0 || cfg->max_inflight_parts > S3_MAX_INFLIGHT_PARTS)
         why = "max_inflight_parts must be 0..16";
-    if (why) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s", why);
-        return -1;
-    }
-    return 0;
+    return why ? qerr_set(err, QERR_BAD_INPUT, NULL, "%s", why) : QERR_OK;
 }
 
 /* ---- results ---- */
@@ -313,7 +308,7 @@ static char *dup_or_null(const char *s)
 
 s3_client *s3_client_new(const s3_config *cfg, s3_observer_fn obs, void *obs_arg)
 {
-    if (s3_config_check(cfg, NULL, 0) < 0)
+    if (s3_config_check(cfg, NULL) != QERR_OK)
         return NULL;
     pthread_once(&curl_once, curl_init_once);
     s3_client *c = xcalloc(1, sizeof *c);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
+#include "core/qerr.h"
 
 typedef struct s3_config {
     const char *endpoint;   /* http://host:port or https://host — no trailing slash required */
@@ -82,8 +83,9 @@ typedef void (*s3_observer_fn)(void *arg, const char *op, long status);
 typedef struct s3_client s3_client;
 
 /* Checks what s3_client_new needs: an http(s) endpoint with a host, a bucket (DNS-safe for
- * virtual-host style), a region, credentials, a known SSE value. 0, or -1 with err filled. */
-int s3_config_check(const s3_config *cfg, char *err, size_t errlen);
+ * virtual-host style), a region, credentials, a known SSE value. QERR_OK, or QERR_BAD_INPUT
+ * with the sentence. */
+qerr s3_config_check(const s3_config *cfg, qerr_detail *err);
 /* Copies cfg's strings (the caller's may go away); NULL when s3_config_check refuses it. */
 s3_client *s3_client_new(const s3_config *cfg, s3_observer_fn obs, void *obs_arg);
 void s3_client_free(s3_client *c);

@@ -126,12 +126,12 @@ static s3_sink *sink_make(s3_node *n, s3_sink_config *c, const char *source, enu
         buf_free(&b);
         return s;
     }
-    char cerr[300];
-    if (s3_config_check(&s->s3, cerr, sizeof cerr) < 0) {
+    qerr_detail cerr;
+    if (s3_config_check(&s->s3, &cerr) != QERR_OK) {
         /* sinkcfg checked every field already; this is the client's own word on them */
         s->phase = SP_ERROR;
         s->inert = 1;
-        snprintf(s->error, sizeof s->error, "the S3 client refuses the settings: %s", cerr);
+        snprintf(s->error, sizeof s->error, "the S3 client refuses the settings: %s", cerr.text);
         log_error(S3_LOG, "%s", s->error);
     }
     buf_reset(&b);

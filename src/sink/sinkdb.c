@@ -288,9 +288,9 @@ int sinkdb_kv(sinkdb *d, const uint8_t tenant[16], const kv_op *ops, int n, kv_o
     out->failed_op = -1;
     if (sinkdb_ensure(d) < 0)
         return -1;
-    char err[400];
-    if (kv_batch_sync(d->c, tenant, ops, n, out, err, sizeof err) < 0) {
-        set_err(d, "kv", err);
+    qerr_detail err;
+    if (kv_batch_sync(d->c, tenant, ops, n, out, &err) != QERR_OK) {
+        set_err(d, "kv", err.text);
         if (PQstatus(d->c) != CONNECTION_OK) {
             PQfinish(d->c);
             d->c = NULL;

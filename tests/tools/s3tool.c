@@ -128,9 +128,9 @@ int main(int argc, char **argv)
     if (i >= argc)
         return usage();
     const char *cmd = argv[i++];
-    char err[256];
-    if (s3_config_check(&c, err, sizeof err) < 0) {
-        fprintf(stderr, "s3tool: %s\n", err);
+    qerr_detail err;
+    if (s3_config_check(&c, &err) != QERR_OK) {
+        fprintf(stderr, "s3tool: %s\n", err.text);
         return 2;
     }
     buf_init(&g_requests, 0);

@@ -81,9 +81,9 @@ static int teardown(void **state)
 static kv_outcome run(PGconn *c, const kv_op *ops, int n)
 {
     kv_outcome o;
-    char err[512];
-    if (kv_batch_sync(c, TENANT, ops, n, &o, err, sizeof err) < 0)
-        fail_msg("kv_batch_sync: %s", err);
+    qerr_detail err;
+    if (kv_batch_sync(c, TENANT, ops, n, &o, &err) != QERR_OK)
+        fail_msg("kv_batch_sync: %s", err.text);
     return o;
 }
 
@@ -282,12 +282,12 @@ static void test_bytes_and_bad_ops(void **state)
         free(v);
     }
     kv_outcome o;
-    char err[300];
+    qerr_detail err;
     kv_op empty_key = kv_op_get("ns", "");
-    assert_int_equal(kv_batch_sync(c, TENANT, &empty_key, 1, &o, err, sizeof err), -1);
-    assert_string_equal(err, "op 0: key must be a non-empty string");
-    assert_int_equal(kv_batch_sync(c, TENANT, &empty_key, 0, &o, err, sizeof err), -1);
-    assert_string_equal(err, "a batch holds 1 to 1000 ops, not 0");
+    assert_int_equal(kv_batch_sync(c, TENANT, &empty_key, 1, &o, &err), QERR_BAD_INPUT);
+    assert_string_equal(err.text, "op 0: key must be a non-empty string");
+    assert_int_equal(kv_batch_sync(c, TENANT, &empty_key, 0, &o, &err), QERR_BAD_INPUT);
+    assert_string_equal(err.text, "a batch holds 1 to 1000 ops, not 0");
     PQfinish(c);
 }
 
@@ -313,8 +313,8 @@ static void *race_put_if_absent(void *arg)
         kv_op op = kv_op_put_if_absent("race", key, val, 0);
         pthread_barrier_wait(r->bar);
         kv_outcome o;
-        char err[300];
-        if (kv_batch_sync(c, TENANT, &op, 1, &o, err, sizeof err) < 0)
+        qerr_detail err;
+        if (kv_batch_sync(c, TENANT, &op, 1, &o, &err) != QERR_OK)
             r->errors++;
         else if (o.fail == KV_FAIL_NONE)
             r->wins++;

@@ -129,18 +129,19 @@ static void test_object_url(void **state)
 
 static void check_cfg(s3_config c, const char *fragment)
 {
-    char err[256] = "";
-    int rc = s3_config_check(&c, err, sizeof err);
+    qerr_detail err;
+    memset(&err, 0, sizeof err);
+    qerr rc = s3_config_check(&c, &err);
     if (!fragment) {
-        assert_int_equal(rc, 0);
+        assert_int_equal(rc, QERR_OK);
         s3_client *cl = s3_client_new(&c, NULL, NULL);
         assert_non_null(cl);
         s3_client_free(cl);
         return;
     }
-    assert_int_equal(rc, -1);
-    if (!strstr(err, fragment))
-        fail_msg("error '%s' does not mention '%s'", err, fragment);
+    assert_int_equal(rc, QERR_BAD_INPUT);
+    if (!strstr(err.text, fragment))
+        fail_msg("error '%s' does not mention '%s'", err.text, fragment);
     assert_null(s3_client_new(&c, NULL, NULL));
 }
 
