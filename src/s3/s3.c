@@ -1047,7 +1047,7 @@ static int req_url(s3_client *c, s3_req *q, const char *key, const char *query)
 }
 
 static int put_single(s3_client *c, const char *key, const void *data, size_t len, const char *content_type,
-                      s3_result *r)
+                      int if_absent, s3_result *r)
 {
     s3_req q;
     req_init(&q, "put", "PUT");
@@ -1059,8 +1059,12 @@ static int put_single(s3_client *c, const char *key, const void *data, size_t le
     req_body(&q, data, len, c->cfg.content_md5);
     if (content_type && *content_type)
         req_header(&q, "Content-Type", content_type);
+    if (if_absent)
+        req_header(&q, "If-None-Match", "*");
     req_sse(c, &q);
     rc = run_one(c, &q, r, NULL);
+    if (rc < 0 && if_absent && q.status == 412)
+        rc = 1; /* PreconditionFailed: an object is already there */
 out:
     req_free(&q);
     return rc;
@@ -1192,7 +1196,15 @@ int s3_put(s3_client *c, const char *key, const void *data, size_t len, const ch
     result_reset(r);
     if (len > c->cfg.multipart_threshold)
         return put_multipart(c, key, data, len, content_type, r);
-    return put_single(c, key, data, len, content_type, r);
+    return put_single(c, key, data, len, content_type, 0, r);
+}
+
+int s3_put_new(s3_client *c, const char *key, const void *data, size_t len, const char *content_type, s3_result *r)
+{
+    result_reset(r);
+    if (len > c->cfg.multipart_threshold)
+        return put_multipart(c, key, data, len, content_type, r);
+    return put_single(c, key, data, len, content_type, 1, r);
 }
 
 int s3_get(s3_client *c, const char *key, s3_result *r)

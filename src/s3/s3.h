@@ -97,6 +97,12 @@ void s3_result_free(s3_result *r);
  * multipart_threshold goes up as a multipart upload (create, parts, complete); one that fails
  * is aborted (best effort) before -1. content_type may be NULL. */
 int s3_put(s3_client *c, const char *key, const void *data, size_t len, const char *content_type, s3_result *r);
+/* As s3_put, but the single PUT carries If-None-Match: * (S3 refuses to replace an object):
+ * 0 stored, 1 an object is already under key (412; it may be this call's own earlier attempt
+ * whose answer was lost, so the caller compares), -1 failed. A server that ignores the header
+ * (s3rver, older S3-compatible stores) stores and answers 0. A body above multipart_threshold
+ * goes up unconditionally. */
+int s3_put_new(s3_client *c, const char *key, const void *data, size_t len, const char *content_type, s3_result *r);
 /* 0 found (body in r->body), 1 not found (404 NoSuchKey), -1 failed. */
 int s3_get(s3_client *c, const char *key, s3_result *r);
 /* The probe before any queue starts (HEAD on the bucket): 0 reachable, -1 not (r says why:

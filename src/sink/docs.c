@@ -262,6 +262,10 @@ void s3_committed_json(buf *out, const s3_committed *d)
     buf_put_u64(out, d->bytes);
     buf_puts(out, ",\"committedAtMs\":");
     buf_put_i64(out, d->committed_at_ms);
+    if (d->k_base) {
+        buf_puts(out, ",\"kBase\":");
+        buf_put_u64(out, d->k_base);
+    }
     buf_putc(out, '}');
 }
 
@@ -302,8 +306,13 @@ int s3_committed_parse(const char *json, size_t n, s3_committed *out, char *err,
     }
     if (get_fixed(&r, 0, "manifest", 0, out->manifest, sizeof out->manifest) < 0 ||
         get_u64(&r, 0, "records", 0, &out->records) < 0 || get_u64(&r, 0, "bytes", 0, &out->bytes) < 0 ||
-        get_i64(&r, 0, "committedAtMs", 0, INT64_MIN, &out->committed_at_ms) < 0)
+        get_i64(&r, 0, "committedAtMs", 0, INT64_MIN, &out->committed_at_ms) < 0 ||
+        get_u64(&r, 0, "kBase", 0, &out->k_base) < 0)
         goto out;
+    if (out->k_base > out->k) {
+        rd_fail(&r, "kBase", "is above k");
+        goto out;
+    }
     rc = 0;
 out:
     rd_close(&r);

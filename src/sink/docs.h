@@ -54,6 +54,10 @@ typedef struct s3_committed {
     char manifest[S3_DOC_STR_MAX]; /* "" for k 0 */
     uint64_t records, bytes;
     int64_t committed_at_ms;
+    /* "kBase" (written when not 0): the highest window number an earlier lake already held
+     * in the bucket when this pointer was created (a fresh start over an old lake); windows
+     * and checkpoints up to it are not this pointer's */
+    uint64_t k_base;
 } s3_committed;
 
 typedef struct s3_manifest_object {

@@ -768,6 +768,34 @@ static void manifest_of(s3_qtask *t, const s3_pending *p, s3_manifest *m)
     m->committed_at_us = wall_us();
 }
 
+/* The manifest PUT found an object under the window's key (If-None-Match: *). Ours when it
+ * names the same window (an earlier attempt whose answer was lost, or the upload a rebuilt
+ * intent repeats: same records, same object keys): 0. Anything else is never replaced: -1. */
+static int same_window_there(s3_qtask *t, s3_client *cl, const s3_pending *p)
+{
+    s3_result r;
+    s3_result_init(&r);
+    int g = s3_get(cl, p->manifest_key, &r);
+    int rc = -1;
+    if (g < 0) {
+        sink_set_error(t, "reading %s: %s (HTTP %ld)", p->manifest_key, r.error, r.status);
+    } else if (g == 1) {
+        sink_set_error(t, "uploading %s: refused as existing, then not found", p->manifest_key);
+    } else {
+        s3_manifest m;
+        char err[200];
+        if (s3_manifest_parse(r.body.data, r.body.len, &m, err, sizeof err) == 0) {
+            if (m.k == p->intent.k && m.t_start == p->intent.t_start && m.t_end == p->intent.t_end)
+                rc = 0;
+            s3_manifest_free(&m);
+        }
+        if (rc < 0)
+            sink_set_error(t, "%s already holds another window's manifest; refusing to replace it", p->manifest_key);
+    }
+    s3_result_free(&r);
+    return rc;
+}
+
 /* Builds and uploads the objects and the manifest of the pending window. 0, -1 (the error
  * is recorded; the step retries from here), or -2 when an object cannot be built (the same
  * records fail the same way: the queue crashes; *why says what failed). */
@@ -860,10 +888,13 @@ static int upload(s3_qtask *t, s3_worker *w, char *why, size_t whylen)
     snprintf(p->manifest_key, sizeof p->manifest_key, "%s", buf_cstr(&key));
     s3_result_free(&res);
     s3_result_init(&res);
-    if (s3_put(cl, p->manifest_key, obj.data, obj.len, "application/json", &res) < 0) {
+    int pr = s3_put_new(cl, p->manifest_key, obj.data, obj.len, "application/json", &res);
+    if (pr < 0) {
         sink_set_error(t, "uploading %s: %s (HTTP %ld)", p->manifest_key, res.error, res.status);
         goto out;
     }
+    if (pr == 1 && same_window_there(t, cl, p) < 0)
+        goto out;
     rc = 0;
 out:
     s3_result_free(&res);
@@ -937,6 +968,7 @@ static int commit(s3_qtask *t, s3_worker *w)
     s3_committed c;
     memset(&c, 0, sizeof c);
     c.k = p->intent.k;
+    c.k_base = t->committed.k_base;
     c.t_end = p->intent.t_end;
     snprintf(c.manifest, sizeof c.manifest, "%s", p->manifest_key);
     c.records = p->records;
@@ -1169,8 +1201,9 @@ static int restore_positions(s3_qtask *t, s3_worker *w)
     int64_t from = 0;
     uint64_t ck = s3_checkpoint_k(t->committed.k, t->node->k.checkpoint_every);
     t->pos_known = 0;
-    if (ck == 0) {
-        if (s->c.start == S3_START_EARLIEST) {
+    if (ck <= t->committed.k_base) {
+        /* no checkpoint of this pointer yet (those up to kBase are an earlier lake's) */
+        if (t->committed.k_base == 0 && s->c.start == S3_START_EARLIEST) {
             t->pos_known = 1;
             from = 0;
         }
@@ -1324,6 +1357,107 @@ static uint64_t redo(s3_qtask *t, s3_worker *w)
     return d;
 }
 
+static void s3_key_manifest_str(s3_qtask *t, uint64_t k, char *out, size_t n)
+{
+    buf key;
+    buf_init(&key, 0);
+    s3_key_manifest(&key, t->sink->c.prefix, t->sink->c.tenant_text, t->queue, t->qlen, k);
+    snprintf(out, n, "%s", buf_cstr(&key));
+    buf_free(&key);
+}
+
+/* One probe of the lake: 1 when windows/<k>.json is there (its body kept in top), 0 when
+ * not, -1 on a failure (the queue's error set). */
+static int probe_manifest(s3_qtask *t, s3_client *cl, uint64_t k, buf *top)
+{
+    s3_sink *s = t->sink;
+    buf key;
+    buf_init(&key, 0);
+    s3_key_manifest(&key, s->c.prefix, s->c.tenant_text, t->queue, t->qlen, k);
+    s3_result r;
+    s3_result_init(&r);
+    int g = s3_get(cl, buf_cstr(&key), &r);
+    int rc = g == 0 ? 1 : g == 1 ? 0 : -1;
+    if (g < 0)
+        sink_set_error(t, "reading %s: %s (HTTP %ld)", buf_cstr(&key), r.error, r.status);
+    if (g == 0) {
+        buf_free(top);
+        *top = r.body;
+        buf_init(&r.body, 0);
+    }
+    s3_result_free(&r);
+    buf_free(&key);
+    return rc;
+}
+
+/* A queue with no commit pointer: the windows an earlier lake left under the same prefix (a
+ * purged or re-created sink, a new or restored database) keep their numbers. Manifests are
+ * numbered 1..K without gaps, so galloping probes (1, 2, 4, ... until one is missing) and a
+ * binary search find K in O(log K) GETs; a new lake costs the one 404. *floor is the t_end of
+ * manifest K (the lake holds everything before it), 0 when K is 0. 0, or -1 (error set). */
+static int lake_top(s3_qtask *t, s3_worker *w, uint64_t *kout, int64_t *floor)
+{
+    s3_client *cl = worker_client(w, t->sink);
+    buf top;
+    buf_init(&top, 0);
+    *kout = 0;
+    *floor = 0;
+    uint64_t lo = 0, hi = 1; /* lo there (0: none), hi missing once found */
+    int rc = -1, got;
+    for (;;) {
+        got = probe_manifest(t, cl, hi, &top);
+        if (got < 0)
+            goto out;
+        if (got == 0)
+            break;
+        lo = hi;
+        if (hi > UINT64_MAX / 4) {
+            sink_set_error(t, "the lake's window numbers are out of range");
+            goto out;
+        }
+        hi *= 2;
+    }
+    buf last;
+    buf_init(&last, 0);
+    if (lo > 0) {
+        last = top; /* the body of manifest lo */
+        buf_init(&top, 0);
+    }
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        got = probe_manifest(t, cl, mid, &top);
+        if (got < 0) {
+            buf_free(&last);
+            goto out;
+        }
+        if (got) {
+            lo = mid;
+            buf_free(&last);
+            last = top;
+            buf_init(&top, 0);
+        } else {
+            hi = mid;
+        }
+    }
+    *kout = lo;
+    if (lo > 0) {
+        s3_manifest m;
+        char err[200];
+        if (s3_manifest_parse(last.data, last.len, &m, err, sizeof err) == 0) {
+            *floor = m.t_end;
+            s3_manifest_free(&m);
+        } else {
+            log_warn(S3_LOG, "queue=%s: the earlier lake's last manifest %llu is not readable (%s); starting after it",
+                     t->queue, (unsigned long long)lo, err);
+        }
+    }
+    buf_free(&last);
+    rc = 0;
+out:
+    buf_free(&top);
+    return rc;
+}
+
 static uint64_t step_restore(s3_qtask *t, s3_worker *w)
 {
     s3_sink *s = t->sink;
@@ -1352,10 +1486,19 @@ static uint64_t step_restore(s3_qtask *t, s3_worker *w)
     kv_outcome_clear(&o);
     if (!have_committed) {
         /* the queue's starting point: the log's start, or this node's safeTime now */
+        uint64_t k0;
+        int64_t floor;
+        if (lake_top(t, w, &k0, &floor) < 0)
+            return backoff(t);
         s3_committed c;
         memset(&c, 0, sizeof c);
-        c.k = 0;
+        c.k = k0;
+        c.k_base = k0;
         c.t_end = s->c.start == S3_START_EARLIEST ? 0 : t->safe_time + 1;
+        if (c.t_end < floor)
+            c.t_end = floor; /* the earlier lake holds what is before: not written twice */
+        if (k0 > 0)
+            s3_key_manifest_str(t, k0, c.manifest, sizeof c.manifest);
         c.committed_at_ms = wall_us() / 1000;
         buf doc;
         buf_init(&doc, 0);
@@ -1374,7 +1517,11 @@ static uint64_t step_restore(s3_qtask *t, s3_worker *w)
         t->committed = c;
         t->committed_version = o.results[1].version;
         kv_outcome_clear(&o);
-        log_info(S3_LOG, "queue=%s: starting at %s (%lld)", t->queue, s3_start_name(s->c.start), (long long)c.t_end);
+        if (k0 > 0)
+            log_info(S3_LOG, "queue=%s: the bucket holds an earlier lake's windows 1..%llu; starting at window %llu, %lld",
+                     t->queue, (unsigned long long)k0, (unsigned long long)k0 + 1, (long long)c.t_end);
+        else
+            log_info(S3_LOG, "queue=%s: starting at %s (%lld)", t->queue, s3_start_name(s->c.start), (long long)c.t_end);
     }
     buffer_clear(t->node, &t->buf);
     lost_clear(&t->lost, &t->nlost);

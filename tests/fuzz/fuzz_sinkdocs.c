@@ -87,6 +87,7 @@ static void committed(const char *in, size_t n)
         return;
     }
     CHECK(a.t_end >= 0);
+    CHECK(a.k_base <= a.k);
     buf j;
     buf_init(&j, 0);
     s3_committed_json(&j, &a);

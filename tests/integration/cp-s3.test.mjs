@@ -326,6 +326,36 @@ describe('a bucket per tenant', () => {
     await until(async () => (await get(n1.url, '/status')).json.s3.controlPlaneError === null, 8000, 'controlPlaneError null');
   });
 
+  test('purge and a new PUT on the same bucket: the new sink continues after the old lake, replacing nothing', async () => {
+    const mdir = `queen/_queen/tenant=${TA}/queue=orders/windows/`;
+    const old = new Map((await s3.list('queen/')).map((o) => [o.key, o.etag]));
+    const mkeys = [...old.keys()].filter((k) => k.startsWith(mdir)).sort();
+    const n = mkeys.length;
+    assert.ok(n >= 2, mkeys.join(' '));
+    assert.equal(mkeys[n - 1], `${mdir}${String(n).padStart(10, '0')}.json`);
+    const bytes = new Map();
+    for (const k of mkeys) bytes.set(k, await s3.get(k));
+    const had = (await lake(TA)).length;
+    let r = await cp.post('/clusters/acme/purge');
+    assert.equal(r.status, 200, r.text);
+    await until(async () => !(await sinkOf(n1, TA)), 8000, "acme's sink gone after the purge");
+    r = await cp.put('/clusters/acme/s3', settings({ secretKey: 'S3RVER' }));
+    assert.equal(r.status, 200, r.text);
+    assert.equal((await pushAs(a.token, items(500, 2, 'a'))).status, 201);
+    const next = `${mdir}${String(n + 1).padStart(10, '0')}.json`;
+    await until(async () => (await s3.get(next)) !== null, 20000, `manifest ${n + 1} of the new run`);
+    const m = JSON.parse((await s3.get(next)).toString());
+    assert.equal(m.k, n + 1);
+    assert.equal(m.records, 2);
+    const now = new Map((await s3.list('queen/')).map((o) => [o.key, o.etag]));
+    for (const [k, etag] of old) assert.equal(now.get(k), etag, `${k} kept`);
+    for (const [k, b] of bytes) assert.deepEqual(await s3.get(k), b, `${k} byte for byte`);
+    assert.ok(now.size > old.size, 'the lake only grows');
+    const l = await lake(TA);
+    assert.equal(l.length, had + 2);
+    assert.deepEqual(l.filter((x) => x.payload.i >= 500).map((x) => x.payload.i).sort(), [500, 501]);
+  });
+
   test('disabled keeps the row and stops the sink; DELETE removes the sink, never an object; purge removes it too', async () => {
     const objects = (await s3.list('queen/')).length;
     let r = await cp.put('/clusters/acme/s3', settings({ enabled: false }));

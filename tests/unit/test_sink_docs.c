@@ -205,7 +205,20 @@ static void test_committed(void **state)
                                         "\"manifest\":\"\",\"records\":0,\"bytes\":0,\"committedAtMs\":0}");
     assert_int_equal(s3_committed_parse(g_b.data, g_b.len, &p, g_err, sizeof g_err), 0);
     assert_memory_equal(&p, &d, sizeof d);
+    assert_int_equal(p.k_base, 0); /* absent: a pointer of its own lake from k 1 */
+    /* a starting point after an earlier lake's windows 1..7: kBase, written only when not 0 */
+    d.k = 7;
+    d.k_base = 7;
+    snprintf(d.manifest, sizeof d.manifest, "m7");
+    buf_reset(&g_b);
+    s3_committed_json(&g_b, &d);
+    assert_string_equal(buf_cstr(&g_b), "{\"k\":7,\"tEnd\":\"2026-10-03T06:37:37.000000Z\",\"tEndUs\":1791009457000000,"
+                                        "\"manifest\":\"m7\",\"records\":0,\"bytes\":0,\"committedAtMs\":0,\"kBase\":7}");
+    assert_int_equal(s3_committed_parse(g_b.data, g_b.len, &p, g_err, sizeof g_err), 0);
+    assert_memory_equal(&p, &d, sizeof d);
     static const char *const bad[][2] = {
+        {"{\"k\":3,\"tEndUs\":5,\"kBase\":4}", "committed: kBase is above k"},
+        {"{\"k\":3,\"tEndUs\":5,\"kBase\":-1}", "committed: kBase is negative"},
         {"{\"tEnd\":1}", "committed: k is missing"},
         {"{\"k\":1}", "committed: tEnd is missing"},
         {"{\"k\":1,\"tEnd\":\"yesterday\"}", "committed: tEnd is not an ISO-8601 time"},
