@@ -215,8 +215,7 @@ int json_parse(json_doc *d, const char *src, size_t len, const json_opts *o)
 {
     d->src = src;
     d->len = len;
-    d->toks = NULL; /* d may be uninitialised: every parse starts with no tokens */
-    d->ntok = d->cap = 0;
+    d->ntok = 0;
     d->err[0] = '\0';
     if (len > UINT32_MAX - 1) {
         snprintf(d->err, sizeof d->err, "document too large");

@@ -49,8 +49,8 @@ typedef struct json_opts {
     uint32_t token_depth; /* values nested deeper than this get no tokens; 0 = unlimited */
 } json_opts;
 
-/* d needs no initialisation (a fresh stack json_doc is fine); json_doc_free after every parse,
- * failed or not, before d is parsed into again. */
+/* d must be zeroed before its first parse (memset, or `json_doc d = {0}`): a parse keeps and
+ * reuses d's token buffer, so d can be parsed into again; json_doc_free when done, failed or not. */
 int json_parse(json_doc *d, const char *src, size_t len, const json_opts *opts);
 void json_doc_free(json_doc *d);
 

@@ -51,6 +51,7 @@ int main(int argc, char **argv)
     while ((n = getline(&line, &cap, stdin)) > 0) {
         lineno++;
         json_doc d;
+        memset(&d, 0, sizeof d); /* json_parse reuses a doc's token buffer: a fresh one is zeroed */
         if (json_parse(&d, line, (size_t)n, NULL) < 0 || json_type_of(&d, 0) != JSON_OBJECT) {
             fprintf(stderr, "line %ld: not a JSON object\n", lineno);
             return 1;

@@ -271,6 +271,7 @@ static void test_parse_single(void **state)
     (void)state;
     const char *text = "{\"value\":[1, 2],\"ttlMs\":100}";
     json_doc d;
+    memset(&d, 0, sizeof d);
     json_opts jo = {.token_depth = 1};
     assert_int_equal(json_parse(&d, text, strlen(text), &jo), 0);
     arena ar;
