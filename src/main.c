@@ -140,14 +140,13 @@ int main(void)
     static queen_config cfg;
     static auth_config acfg;
     static cp_config cpcfg;
-    char err[1024];
     qerr_detail berr;
     if (config_load(&cfg, env_get, &berr) != QERR_OK || auth_config_load(&acfg, env_get, &berr) != QERR_OK) {
         fprintf(stderr, "%s\n", berr.text);
         return 2;
     }
-    if (cp_config_load(&cpcfg, env_get, cfg.port, err, sizeof err) < 0) {
-        fprintf(stderr, "%s\n", err);
+    if (cp_config_load(&cpcfg, env_get, cfg.port, &berr) != QERR_OK) {
+        fprintf(stderr, "%s\n", berr.text);
         return 2;
     }
     log_setup((enum log_level)cfg.log_level, (enum log_format)cfg.log_format);
@@ -160,20 +159,19 @@ int main(void)
     static s3_node_knobs knobs;
     static s3_sink_config env_sink;
     int have_env_sink = 0;
-    if (s3_embedded_load(&sw.embedded, env_get, err, sizeof err) < 0) {
-        fprintf(stderr, "%s\n", err);
+    if (s3_embedded_load(&sw.embedded, env_get, &berr) != QERR_OK) {
+        fprintf(stderr, "%s\n", berr.text);
         config_free(&cfg);
         return 2;
     }
     if (sw.embedded) {
-        if (s3_node_knobs_load(&knobs, env_get, cfg.node_id, err, sizeof err) < 0) {
-            fprintf(stderr, "%s\n", err);
+        if (s3_node_knobs_load(&knobs, env_get, cfg.node_id, &berr) != QERR_OK) {
+            fprintf(stderr, "%s\n", berr.text);
             config_free(&cfg);
             return 2;
         }
-        have_env_sink = s3_sink_config_from_env(&env_sink, DEFAULT_TENANT, env_get, err, sizeof err);
-        if (have_env_sink < 0) {
-            fprintf(stderr, "%s\n", err);
+        if (s3_sink_config_from_env(&env_sink, DEFAULT_TENANT, env_get, &have_env_sink, &berr) != QERR_OK) {
+            fprintf(stderr, "%s\n", berr.text);
             s3_node_knobs_free(&knobs);
             config_free(&cfg);
             return 2;

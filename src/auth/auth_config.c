@@ -180,11 +180,9 @@ static int check_keys(auth_config *c, char *err, size_t errlen)
     return 0;
 }
 
-static int load(auth_config *c, config_getenv_fn get, char *err, size_t errlen)
+/* After cfg_parse: the checks that span rows. */
+static int load(auth_config *c, char *err, size_t errlen)
 {
-    memset(c, 0, sizeof *c);
-    if (cfg_parse(auth_rows, ARRAY_LEN(auth_rows), c, "queen", get, err, errlen) < 0)
-        return -1;
     unescape_newlines(c->public_key);
     if (parse_skip_paths(c, err, errlen) < 0)
         return -1;
@@ -197,8 +195,11 @@ qerr auth_config_load(auth_config *c, config_getenv_fn get, qerr_detail *err)
 {
     qerr_detail scratch;
     qerr_detail *d = err ? err : &scratch;
-    d->text[0] = '\0';
-    return load(c, get, d->text, sizeof d->text) < 0 ? qerr_mark(d, QERR_BAD_INPUT, NULL) : QERR_OK;
+    memset(c, 0, sizeof *c);
+    qerr e = cfg_parse(auth_rows, ARRAY_LEN(auth_rows), c, "queen", get, d);
+    if (e != QERR_OK)
+        return e;
+    return load(c, d->text, sizeof d->text) < 0 ? qerr_mark(d, QERR_BAD_INPUT, NULL) : QERR_OK;
 }
 
 void auth_config_free(auth_config *c)

@@ -90,8 +90,8 @@ static void choices_list(const char *const *choices, char *out, size_t cap)
         n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s", i ? ", " : "", choices[i]);
 }
 
-int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
-              char *err, size_t errlen)
+static int parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
+                 char *err, size_t errlen)
 {
     char *base = target;
     for (size_t i = 0; i < nrows; i++) {
@@ -157,6 +157,16 @@ int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *conte
         }
     }
     return 0;
+}
+
+qerr cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
+               qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    return parse(rows, nrows, target, context, get, d->text, sizeof d->text) < 0 ? qerr_mark(d, QERR_BAD_INPUT, NULL)
+                                                                                   : QERR_OK;
 }
 
 static const char *const log_levels[] = {"trace", "debug", "info", "warn", "error", NULL};
@@ -318,7 +328,7 @@ static void conninfo_add(buf *out, const char *key, const char *val)
 static int load(queen_config *c, config_getenv_fn get, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    if (cfg_parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0 ||
+    if (parse(broker_rows, ARRAY_LEN(broker_rows), c, "queen", get, err, errlen) < 0 ||
         encryption_key_load(c, err, errlen) < 0)
         return -1;
     /* node identity: QUEEN_NODE_ID, or the spec's QUEEN_RAFT_NODE_ID */

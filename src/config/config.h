@@ -31,10 +31,11 @@ typedef struct cfg_opt {
     const char *what;              /* "It is ..." sentence, no trailing period */
 } cfg_opt;
 
-/* Parses rows into `target`. On failure writes the one boot line (without newline) into
- * err and returns -1. `context` is the prefix naming why the variables matter. */
-int cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
-              char *err, size_t errlen);
+/* Parses rows into `target`. QERR_OK, or QERR_BAD_INPUT with the one boot line (without
+ * newline) as err's text (err may be NULL). `context` is the prefix naming why the variables
+ * matter. */
+qerr cfg_parse(const cfg_opt *rows, size_t nrows, void *target, const char *context, config_getenv_fn get,
+               qerr_detail *err);
 /* The value as given (blank → NULL), looking at name then alias. */
 const char *cfg_raw(const cfg_opt *row, config_getenv_fn get, const char **used_name);
 

@@ -2,6 +2,7 @@
 #include "cpcfg.h"
 
 #include <openssl/crypto.h>
+#include <stdarg.h>
 #include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,42 +19,49 @@ static const cfg_opt cp_rows[] = {
 
 static const char TOKEN_WHAT[] = "It is the control-plane token that /api/cp/ requests carry in x-queen-cp-token";
 
-int cp_config_load(cp_config *c, config_getenv_fn get, int64_t broker_port, char *err, size_t errlen)
+static qerr refuse(qerr_detail *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static qerr refuse(qerr_detail *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    qerr e = qerr_setv(d, QERR_BAD_INPUT, NULL, NULL, fmt, ap);
+    va_end(ap);
+    return e;
+}
+
+qerr cp_config_load(cp_config *c, config_getenv_fn get, int64_t broker_port, qerr_detail *err)
 {
     memset(c, 0, sizeof *c);
     const char *t = get("QUEEN_PROXY_CP_TOKEN");
     if (!t || !*t)
-        return cfg_parse(cp_rows, 1, c, "queen", get, err, errlen);
+        return cfg_parse(cp_rows, 1, c, "queen", get, err);
     size_t n = strlen(t);
     int blank = 1;
     for (size_t i = 0; i < n; i++)
         if (t[i] != ' ' && t[i] != '\t' && t[i] != '\n' && t[i] != '\r')
             blank = 0;
     if (blank)
-        return cfg_parse(cp_rows, 1, c, "queen", get, err, errlen); /* a blank value counts as unset */
+        return cfg_parse(cp_rows, 1, c, "queen", get, err); /* a blank value counts as unset */
     if (n < CP_TOKEN_MIN || n > CP_TOKEN_MAX) {
-        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_PROXY_CP_TOKEN=<%zu characters, not shown> is outside "
-                 "%d..=%d characters. %s", n, CP_TOKEN_MIN, CP_TOKEN_MAX, TOKEN_WHAT);
-        return -1;
+        return refuse(err, "ERROR boot: FATAL: queen: QUEEN_PROXY_CP_TOKEN=<%zu characters, not shown> is outside "
+                      "%d..=%d characters. %s", n, CP_TOKEN_MIN, CP_TOKEN_MAX, TOKEN_WHAT);
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)t[i];
         if (ch <= 0x20 || ch >= 0x7f) {
-            snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_PROXY_CP_TOKEN=<%zu characters, not shown> may "
-                     "hold only printable ASCII without spaces. %s", n, TOKEN_WHAT);
-            return -1;
+            return refuse(err, "ERROR boot: FATAL: queen: QUEEN_PROXY_CP_TOKEN=<%zu characters, not shown> may "
+                          "hold only printable ASCII without spaces. %s", n, TOKEN_WHAT);
         }
     }
-    if (cfg_parse(cp_rows, 1, c, "queen", get, err, errlen) < 0)
-        return -1;
-    if (c->port == broker_port) {
-        snprintf(err, errlen, "ERROR boot: FATAL: queen: QUEEN_PROXY_PORT=%lld is the broker's own QUEEN_PORT. %s",
-                 (long long)c->port, cp_rows[0].what);
-        return -1;
-    }
+    qerr e = cfg_parse(cp_rows, 1, c, "queen", get, err);
+    if (e != QERR_OK)
+        return e;
+    if (c->port == broker_port)
+        return refuse(err, "ERROR boot: FATAL: queen: QUEEN_PROXY_PORT=%lld is the broker's own QUEEN_PORT. %s",
+                      (long long)c->port, cp_rows[0].what);
     c->enabled = 1;
     c->token = xstrdup(t);
-    return 0;
+    return QERR_OK;
 }
 
 void cp_config_free(cp_config *c)

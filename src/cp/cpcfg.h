@@ -23,8 +23,9 @@ typedef struct cp_config {
 } cp_config;
 
 /* Reads QUEEN_PROXY_PORT and QUEEN_PROXY_CP_TOKEN. broker_port: QUEEN_PORT, which the proxy
- * may not share. -1 with the one boot line in err (the token's value is never in it). */
-int cp_config_load(cp_config *c, config_getenv_fn get, int64_t broker_port, char *err, size_t errlen);
+ * may not share. QERR_OK, or QERR_BAD_INPUT with the one boot line as err's text (err may be
+ * NULL; the token's value is never in it). */
+qerr cp_config_load(cp_config *c, config_getenv_fn get, int64_t broker_port, qerr_detail *err);
 void cp_config_free(cp_config *c);
 
 /* 1..63 characters of a-z 0-9 '-', starting with a letter or digit. */

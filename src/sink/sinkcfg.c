@@ -109,19 +109,18 @@ static void shown(char *dst, size_t cap, const char *v)
 }
 
 /* "ERROR boot: FATAL: QUEEN_S3_EMBEDDED=true: <VAR>=<value> <problem>. <what>" */
-static int refuse(char *err, size_t errlen, const char *var, const char *value, const char *problem,
-                  const char *what)
+static int refuse(qerr_detail *err, const char *var, const char *value, const char *problem, const char *what)
 {
     char v[256];
     shown(v, sizeof v, value ? value : "");
-    snprintf(err, errlen, "ERROR boot: FATAL: %s: %s=%s %s. %s", S3_SINK_CONTEXT, var, v, problem, what);
+    qerr_set(err, QERR_BAD_INPUT, NULL, "ERROR boot: FATAL: %s: %s=%s %s. %s", S3_SINK_CONTEXT, var, v, problem, what);
     return -1;
 }
 
 /* The same without the value, for the secret. */
-static int refuse_hidden(char *err, size_t errlen, const char *var, const char *problem, const char *what)
+static int refuse_hidden(qerr_detail *err, const char *var, const char *problem, const char *what)
 {
-    snprintf(err, errlen, "ERROR boot: FATAL: %s: %s %s. %s", S3_SINK_CONTEXT, var, problem, what);
+    qerr_set(err, QERR_BAD_INPUT, NULL, "ERROR boot: FATAL: %s: %s %s. %s", S3_SINK_CONTEXT, var, problem, what);
     return -1;
 }
 
@@ -162,8 +161,8 @@ typedef struct enum_aliases {
 } enum_aliases;
 
 /* Parses one row; an enumerated value spelled as an alias is resolved here first. */
-static int parse_row(const cfg_opt *row, const char *const *aliases, void *target, config_getenv_fn get, char *err,
-                     size_t errlen)
+static int parse_row(const cfg_opt *row, const char *const *aliases, void *target, config_getenv_fn get,
+                     qerr_detail *err)
 {
     if (row->type == CFG_ENUM && aliases) {
         const char *v = cfg_raw(row, get, NULL);
@@ -184,7 +183,7 @@ static int parse_row(const cfg_opt *row, const char *const *aliases, void *targe
             }
         }
     }
-    return cfg_parse(row, 1, target, S3_SINK_CONTEXT, get, err, errlen);
+    return cfg_parse(row, 1, target, S3_SINK_CONTEXT, get, err) == QERR_OK ? 0 : -1;
 }
 
 /* ---- the switch ------------------------------------------------------------------------ */
@@ -196,14 +195,15 @@ typedef struct embedded_raw {
 static const cfg_opt embedded_row = {"QUEEN_S3_EMBEDDED", NULL, CFG_BOOL, offsetof(embedded_raw, on), 0, 0, 1,
                                      NULL, NULL, 0, "It makes this node run the S3 sink"};
 
-int s3_embedded_load(int *on, config_getenv_fn get, char *err, size_t errlen)
+qerr s3_embedded_load(int *on, config_getenv_fn get, qerr_detail *err)
 {
     embedded_raw r = {0};
     *on = 0;
-    if (cfg_parse(&embedded_row, 1, &r, "queen", get, err, errlen) < 0)
-        return -1;
+    qerr e = cfg_parse(&embedded_row, 1, &r, "queen", get, err);
+    if (e != QERR_OK)
+        return e;
     *on = r.on != 0;
-    return 0;
+    return QERR_OK;
 }
 
 /* ---- node-wide knobs -------------------------------------------------------------------- */
@@ -246,36 +246,36 @@ static const cfg_opt knob_rows[] = {
 };
 #undef KOFF
 
-static int check_partitions(config_getenv_fn get, char *err, size_t errlen)
+static int check_partitions(config_getenv_fn get, qerr_detail *err)
 {
     static const cfg_opt row = {"QUEEN_S3_PARTITIONS", NULL, CFG_STRING, 0, 0, 0, 0, NULL, NULL, 0, NULL};
     const char *v = cfg_raw(&row, get, NULL);
     if (v)
-        return refuse(err, errlen, "QUEEN_S3_PARTITIONS", v, "is not supported", partitions_what);
+        return refuse(err, "QUEEN_S3_PARTITIONS", v, "is not supported", partitions_what);
     return 0;
 }
 
-int s3_node_knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, char *err, size_t errlen)
+static int knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, qerr_detail *err)
 {
     memset(k, 0, sizeof *k);
     knobs_raw r;
     memset(&r, 0, sizeof r);
     int rc = -1;
-    if (check_partitions(get, err, errlen) < 0)
+    if (check_partitions(get, err) < 0)
         goto out;
     for (size_t i = 0; i < ARRAY_LEN(knob_rows); i++)
-        if (parse_row(&knob_rows[i], knob_rows[i].type == CFG_ENUM ? crash_aliases : NULL, &r, get, err, errlen) <
+        if (parse_row(&knob_rows[i], knob_rows[i].type == CFG_ENUM ? crash_aliases : NULL, &r, get, err) <
             0)
             goto out;
     trim(r.instance);
     if (r.instance && r.instance[0]) {
         if (strlen(r.instance) > 128) {
-            refuse(err, errlen, "QUEEN_S3_INSTANCE", r.instance, "is longer than 128 bytes", instance_what);
+            refuse(err, "QUEEN_S3_INSTANCE", r.instance, "is longer than 128 bytes", instance_what);
             goto out;
         }
         for (const char *p = r.instance; *p; p++)
             if ((unsigned char)*p <= 0x20 || *p == 0x7f || *p == '"' || *p == '\\') {
-                refuse(err, errlen, "QUEEN_S3_INSTANCE", r.instance,
+                refuse(err, "QUEEN_S3_INSTANCE", r.instance,
                        "may not contain spaces, quotes, backslashes or control characters", instance_what);
                 goto out;
             }
@@ -310,6 +310,14 @@ out:
     if (rc < 0)
         s3_node_knobs_free(k);
     return rc;
+}
+
+qerr s3_node_knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    return knobs_load(k, get, node_id, d) < 0 ? QERR_BAD_INPUT : QERR_OK;
 }
 
 void s3_node_knobs_free(s3_node_knobs *k)
@@ -483,7 +491,7 @@ static const char *prefix_problem(char *p)
 }
 
 /* Splits the queue list; "*" alone means every queue. */
-static int parse_queues(s3_sink_config *c, const char *v, char *err, size_t errlen)
+static int parse_queues(s3_sink_config *c, const char *v, qerr_detail *err)
 {
     if (strcmp(v, "*") == 0) {
         c->queues_all = 1;
@@ -501,11 +509,11 @@ static int parse_queues(s3_sink_config *c, const char *v, char *err, size_t errl
         while (len && is_ws(a[len - 1]))
             len--;
         if (len == 0)
-            return refuse(err, errlen, "QUEEN_S3_QUEUES", v, "has an empty queue name", queues_what);
+            return refuse(err, "QUEEN_S3_QUEUES", v, "has an empty queue name", queues_what);
         if (len == 1 && a[0] == '*')
-            return refuse(err, errlen, "QUEEN_S3_QUEUES", v, "mixes * with queue names", queues_what);
+            return refuse(err, "QUEEN_S3_QUEUES", v, "mixes * with queue names", queues_what);
         if (len > 255)
-            return refuse(err, errlen, "QUEEN_S3_QUEUES", v, "names a queue longer than 255 bytes", queues_what);
+            return refuse(err, "QUEEN_S3_QUEUES", v, "names a queue longer than 255 bytes", queues_what);
         int dup = 0;
         for (int i = 0; i < c->nqueues && !dup; i++)
             dup = strlen(c->queues[i]) == len && memcmp(c->queues[i], a, len) == 0;
@@ -520,13 +528,13 @@ static int parse_queues(s3_sink_config *c, const char *v, char *err, size_t errl
     return 0;
 }
 
-static int validate(s3_sink_config *c, sink_raw *r, char *err, size_t errlen)
+static int validate(s3_sink_config *c, sink_raw *r, qerr_detail *err)
 {
-    if (parse_queues(c, r->queues, err, errlen) < 0)
+    if (parse_queues(c, r->queues, err) < 0)
         return -1;
     /* an endpoint with user:password@ could carry the secret: never echo it */
     if (strchr(r->endpoint, '@'))
-        return refuse_hidden(err, errlen, "QUEEN_S3_ENDPOINT",
+        return refuse_hidden(err, "QUEEN_S3_ENDPOINT",
                              "carries user information (not shown); the keys go in QUEEN_S3_ACCESS_KEY and "
                              "QUEEN_S3_SECRET_KEY",
                              endpoint_what);
@@ -534,55 +542,54 @@ static int validate(s3_sink_config *c, sink_raw *r, char *err, size_t errlen)
     char *given = xstrdup(r->endpoint);
     const char *p = endpoint_problem(r->endpoint);
     if (p)
-        refuse(err, errlen, "QUEEN_S3_ENDPOINT", given, p, endpoint_what);
+        refuse(err, "QUEEN_S3_ENDPOINT", given, p, endpoint_what);
     free(given);
     if (p)
         return -1;
     if (strlen(r->region) > 64 || !all_name_chars(r->region))
-        return refuse(err, errlen, "QUEEN_S3_REGION", r->region,
+        return refuse(err, "QUEEN_S3_REGION", r->region,
                       "is not 1 to 64 letters, digits, '.', '-' or '_'", region_what);
     if (strlen(r->bucket) > 255 || !all_name_chars(r->bucket))
-        return refuse(err, errlen, "QUEEN_S3_BUCKET", r->bucket,
+        return refuse(err, "QUEEN_S3_BUCKET", r->bucket,
                       "is not a bucket name (letters, digits, '.', '-' and '_'; no '/', no space)", bucket_what);
     if (strlen(r->access_key) > 256 || has_space_or_control(r->access_key))
-        return refuse(err, errlen, "QUEEN_S3_ACCESS_KEY", r->access_key,
+        return refuse(err, "QUEEN_S3_ACCESS_KEY", r->access_key,
                       "is not 1 to 256 bytes without spaces or control characters", access_what);
     if (strlen(r->secret_key) > 4096)
-        return refuse_hidden(err, errlen, "QUEEN_S3_SECRET_KEY", "is longer than 4096 bytes (not shown)",
+        return refuse_hidden(err, "QUEEN_S3_SECRET_KEY", "is longer than 4096 bytes (not shown)",
                              secret_what);
     if (has_space_or_control(r->secret_key))
-        return refuse_hidden(err, errlen, "QUEEN_S3_SECRET_KEY",
+        return refuse_hidden(err, "QUEEN_S3_SECRET_KEY",
                              "contains spaces or control characters (not shown)", secret_what);
     given = xstrdup(r->prefix);
     p = prefix_problem(r->prefix);
     if (p)
-        refuse(err, errlen, "QUEEN_S3_PREFIX", given, p, prefix_what);
+        refuse(err, "QUEEN_S3_PREFIX", given, p, prefix_what);
     free(given);
     if (p)
         return -1;
     if (r->sse_kms_key_id) {
         if (r->sse != S3_SSE_KMS)
-            return refuse(err, errlen, "QUEEN_S3_SSE_KMS_KEY_ID", r->sse_kms_key_id,
+            return refuse(err, "QUEEN_S3_SSE_KMS_KEY_ID", r->sse_kms_key_id,
                           "is set while QUEEN_S3_SSE is not aws:kms", kms_what);
         if (strlen(r->sse_kms_key_id) > 2048 || has_space_or_control(r->sse_kms_key_id))
-            return refuse(err, errlen, "QUEEN_S3_SSE_KMS_KEY_ID", r->sse_kms_key_id,
+            return refuse(err, "QUEEN_S3_SSE_KMS_KEY_ID", r->sse_kms_key_id,
                           "is not 1 to 2048 bytes without spaces or control characters", kms_what);
     }
     if (strlen(r->sink) > S3_SINK_NAME_MAX || !r->sink[0] || !all_name_chars(r->sink))
-        return refuse(err, errlen, "QUEEN_S3_SINK", r->sink, "is not 1 to 64 letters, digits, '.', '-' or '_'",
+        return refuse(err, "QUEEN_S3_SINK", r->sink, "is not 1 to 64 letters, digits, '.', '-' or '_'",
                       sink_what);
     return 0;
 }
 
-int s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_getenv_fn get, char *err,
-                            size_t errlen)
+static int from_env(s3_sink_config *c, const uint8_t tenant[16], config_getenv_fn get, qerr_detail *err)
 {
     memset(c, 0, sizeof *c);
     memcpy(c->tenant, tenant, 16);
     uuid u;
     memcpy(u.b, tenant, 16);
     uuid_format(&u, c->tenant_text);
-    if (check_partitions(get, err, errlen) < 0)
+    if (check_partitions(get, err) < 0)
         return -1;
     int any = 0;
     for (size_t i = 0; i < ARRAY_LEN(sink_rows) && !any; i++)
@@ -593,13 +600,13 @@ int s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_
     memset(&r, 0, sizeof r);
     int rc = -1;
     for (size_t i = 0; i < ARRAY_LEN(sink_rows); i++)
-        if (parse_row(&sink_rows[i], row_aliases(&sink_rows[i]), &r, get, err, errlen) < 0)
+        if (parse_row(&sink_rows[i], row_aliases(&sink_rows[i]), &r, get, err) < 0)
             goto out;
     char **strs[] = {&r.queues, &r.endpoint, &r.region,         &r.bucket, &r.access_key,
                      &r.secret_key, &r.prefix, &r.sse_kms_key_id, &r.sink};
     for (size_t i = 0; i < ARRAY_LEN(strs); i++)
         trim(*strs[i]);
-    if (validate(c, &r, err, errlen) < 0)
+    if (validate(c, &r, err) < 0)
         goto out;
     c->sink = r.sink;
     c->endpoint = r.endpoint;
@@ -636,6 +643,17 @@ out:
     if (rc < 0)
         s3_sink_config_free(c);
     return rc;
+}
+
+qerr s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_getenv_fn get, int *configured,
+                             qerr_detail *err)
+{
+    qerr_detail scratch;
+    qerr_detail *d = err ? err : &scratch;
+    d->text[0] = '\0';
+    int rc = from_env(c, tenant, get, d);
+    *configured = rc > 0;
+    return rc < 0 ? QERR_BAD_INPUT : QERR_OK;
 }
 
 void s3_sink_config_free(s3_sink_config *c)

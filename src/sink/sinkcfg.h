@@ -129,23 +129,25 @@ typedef struct s3_sink_config {
     int64_t max_window_ms;
 } s3_sink_config;
 
-/* Reads QUEEN_S3_EMBEDDED, the switch (a boolean; unset is false) into *on. 0, or -1 with the
- * boot line in err, in the broker's own context since the sink is not on yet:
+/* Reads QUEEN_S3_EMBEDDED, the switch (a boolean; unset is false) into *on. QERR_OK, or
+ * QERR_BAD_INPUT with the boot line as err's text (err may be NULL), in the broker's own
+ * context since the sink is not on yet:
  *   ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=maybe is not one of true, false. It makes
  *   this node run the S3 sink */
-int s3_embedded_load(int *on, config_getenv_fn get, char *err, size_t errlen);
+qerr s3_embedded_load(int *on, config_getenv_fn get, qerr_detail *err);
 
 /* Reads the node-wide knobs. node_id is the broker's node identity (QUEEN_S3_INSTANCE's
- * default). 0, or -1 with the boot line in err. */
-int s3_node_knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, char *err, size_t errlen);
+ * default). QERR_OK, or QERR_BAD_INPUT with the boot line as err's text (err may be NULL). */
+qerr s3_node_knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_id, qerr_detail *err);
 void s3_node_knobs_free(s3_node_knobs *k);
 
-/* Reads the default tenant's sink from the environment. Returns 1 when configured, 0 when
- * QUEEN_S3_QUEUES is unset and no other per-sink variable is set (no environment sink), -1
- * with the boot line in err (a bad value, a missing required one, QUEEN_S3_QUEUES unset while
- * another per-sink variable is set, QUEEN_S3_PARTITIONS set). */
-int s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_getenv_fn get, char *err,
-                            size_t errlen);
+/* Reads the default tenant's sink from the environment. QERR_OK with *configured 1 when
+ * configured, 0 when no per-sink variable is set (no environment sink); or QERR_BAD_INPUT
+ * (*configured 0) with the boot line as err's text (err may be NULL): a bad value, a missing
+ * required one, QUEEN_S3_QUEUES unset while another per-sink variable is set,
+ * QUEEN_S3_PARTITIONS set. */
+qerr s3_sink_config_from_env(s3_sink_config *c, const uint8_t tenant[16], config_getenv_fn get, int *configured,
+                             qerr_detail *err);
 void s3_sink_config_free(s3_sink_config *c);
 
 /* The one start line of a sink: every setting it runs with, never the secret key (a KMS key

@@ -269,18 +269,23 @@ int s3_sink_doc_parse(const char *json, size_t len, const uint8_t tenant[16], in
         t_values[i] = given[i] ? buf_cstr(&vals[i]) : NULL;
     /* a kept secret is the caller's to fill in: the loader needs a value to check the rest */
     t_values[NFIELDS] = out->has_secret ? buf_cstr(&secret) : "kept";
-    char err[700];
-    err[0] = '\0';
-    int lr = s3_sink_config_from_env(&out->cfg, tenant, doc_getenv, err, sizeof err);
+    qerr_detail lerr;
+    int configured = 0;
+    qerr le = s3_sink_config_from_env(&out->cfg, tenant, doc_getenv, &configured, &lerr);
     for (size_t i = 0; i <= NFIELDS; i++)
         t_values[i] = NULL;
-    if (lr == 0) {
-        refuse(why, "s3_invalid_setting", "queues", "queues is required: the queues the sink mirrors, or \"*\"");
-        goto out;
-    }
-    if (lr < 0) {
+    if (le != QERR_OK) {
+        char err[700]; /* the refusal as it always was: the loader's line cut at 699 bytes */
+        size_t n = strnlen(lerr.text, sizeof err - 1);
+        memcpy(err, lerr.text, n);
+        err[n] = '\0';
         translate(err, why);
         memset(err, 0, sizeof err);
+        memset(&lerr, 0, sizeof lerr);
+        goto out;
+    }
+    if (!configured) {
+        refuse(why, "s3_invalid_setting", "queues", "queues is required: the queues the sink mirrors, or \"*\"");
         goto out;
     }
     if (!out->has_secret) {

@@ -144,11 +144,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         line = nl ? nl + 1 : NULL;
     }
 
-    char err[2048];
+    qerr_detail d;
+    const char *err = d.text;
     /* the switch: on or off, or one line in the broker's own context */
     int on = -1;
-    memset(err, 0, sizeof err);
-    if (s3_embedded_load(&on, fuzz_getenv, err, sizeof err) == 0) {
+    memset(&d, 0, sizeof d);
+    qerr oe = s3_embedded_load(&on, fuzz_getenv, &d);
+    CHECK(oe == QERR_OK || oe == QERR_BAD_INPUT);
+    if (oe == QERR_OK) {
         CHECK(on == 0 || on == 1);
     } else {
         CHECK(on == 0);
@@ -156,10 +159,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strchr(err, '\n') == NULL);
     }
     s3_node_knobs k;
-    memset(err, 0, sizeof err);
-    int kr = s3_node_knobs_load(&k, fuzz_getenv, size % 3 ? "node-1" : NULL, err, sizeof err);
+    memset(&d, 0, sizeof d);
+    qerr ke = s3_node_knobs_load(&k, fuzz_getenv, size % 3 ? "node-1" : NULL, &d);
+    int kr = ke == QERR_OK ? 0 : -1;
     if (kr != 0) {
-        CHECK(kr == -1);
+        CHECK(ke == QERR_BAD_INPUT);
         check_refusal(err);
         CHECK(k.instance == NULL);
     } else {
@@ -177,8 +181,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     static const uint8_t tenant[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     s3_sink_config c;
-    memset(err, 0, sizeof err);
-    int r = s3_sink_config_from_env(&c, tenant, fuzz_getenv, err, sizeof err);
+    memset(&d, 0, sizeof d);
+    int configured = -1;
+    qerr se = s3_sink_config_from_env(&c, tenant, fuzz_getenv, &configured, &d);
+    CHECK(se == QERR_OK || se == QERR_BAD_INPUT);
+    CHECK(configured == 0 || configured == 1);
+    CHECK(se == QERR_OK || configured == 0);
+    int r = se != QERR_OK ? -1 : configured;
     if (r == -1) {
         check_refusal(err);
         CHECK(c.sink == NULL && c.secret_key == NULL);

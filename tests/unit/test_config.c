@@ -635,10 +635,10 @@ static const cfg_opt s3_rows[] = {
 
 #define S3CTX "QUEEN_S3_EMBEDDED=true"
 
-static int s3_parse(s3_cfg *c, char *err, size_t errlen)
+static qerr s3_parse(s3_cfg *c, qerr_detail *err)
 {
     memset(c, 0, sizeof *c);
-    return cfg_parse(s3_rows, sizeof s3_rows / sizeof s3_rows[0], c, S3CTX, env_get, err, errlen);
+    return cfg_parse(s3_rows, sizeof s3_rows / sizeof s3_rows[0], c, S3CTX, env_get, err);
 }
 
 static void s3_free(s3_cfg *c)
@@ -651,9 +651,13 @@ static void s3_free(s3_cfg *c)
 static void s3_fails(const char *want)
 {
     s3_cfg c;
-    char err[512] = "";
-    assert_int_equal(s3_parse(&c, err, sizeof err), -1);
-    assert_string_equal(err, want);
+    qerr_detail err;
+    assert_int_equal(s3_parse(&c, &err), QERR_BAD_INPUT);
+    assert_string_equal(err.text, want);
+    assert_null(err.code);
+    s3_free(&c);
+    /* without a detail: the same kind */
+    assert_int_equal(s3_parse(&c, NULL), QERR_BAD_INPUT);
     s3_free(&c);
 }
 
@@ -688,8 +692,8 @@ static void test_cfg_parse_required(void **state)
     /* satisfied through the alias */
     ENV("S3_BUCKET", "from-alias");
     s3_cfg c;
-    char err[512] = "";
-    assert_int_equal(s3_parse(&c, err, sizeof err), 0);
+    qerr_detail err;
+    assert_int_equal(s3_parse(&c, &err), QERR_OK);
     assert_string_equal(c.bucket, "from-alias");
     s3_free(&c);
 }
@@ -698,9 +702,9 @@ static void test_cfg_parse_values(void **state)
 {
     (void)state;
     s3_cfg c;
-    char err[512] = "";
+    qerr_detail err;
     ENV("QUEEN_S3_BUCKET", "bkt");
-    assert_int_equal(s3_parse(&c, err, sizeof err), 0);
+    assert_int_equal(s3_parse(&c, &err), QERR_OK);
     assert_int_equal(c.max_window_ms, 60000);
     assert_int_equal(c.embedded, 1);
     assert_int_equal(c.mode, 1);
@@ -710,14 +714,14 @@ static void test_cfg_parse_values(void **state)
 
     ENV("QUEEN_S3_BUCKET", "bkt", "QUEEN_S3_MAX_WINDOW_MS", "100", "QUEEN_S3_FLAG", "off", "QUEEN_S3_MODE", "FAST",
         "QUEEN_S3_PREFIX", "p/");
-    assert_int_equal(s3_parse(&c, err, sizeof err), 0);
+    assert_int_equal(s3_parse(&c, NULL), QERR_OK);
     assert_int_equal(c.max_window_ms, 100);
     assert_int_equal(c.embedded, 0);
     assert_int_equal(c.mode, 0);
     assert_string_equal(c.prefix, "p/");
     /* parsing again over a filled struct replaces (and frees) the strings */
     ENV("QUEEN_S3_BUCKET", "bkt2", "QUEEN_S3_MAX_WINDOW_MS", "86400000");
-    assert_int_equal(cfg_parse(s3_rows, sizeof s3_rows / sizeof s3_rows[0], &c, S3CTX, env_get, err, sizeof err), 0);
+    assert_int_equal(cfg_parse(s3_rows, sizeof s3_rows / sizeof s3_rows[0], &c, S3CTX, env_get, &err), QERR_OK);
     assert_int_equal(c.max_window_ms, 86400000);
     assert_string_equal(c.bucket, "bkt2");
     assert_string_equal(c.prefix, "queen/");

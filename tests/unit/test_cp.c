@@ -23,11 +23,21 @@ static const char *env_get(const char *name)
     return NULL;
 }
 
+/* 0, or -1 with the boot line in err: checks the qerr convention on the way */
 static int load(const char *const *env, cp_config *c, char *err, size_t n)
 {
     g_env = env;
     err[0] = '\0';
-    return cp_config_load(c, env_get, 6632, err, n);
+    qerr_detail d;
+    qerr e = cp_config_load(c, env_get, 6632, &d);
+    if (e == QERR_OK)
+        return 0;
+    assert_int_equal(e, QERR_BAD_INPUT);
+    assert_null(d.code);
+    snprintf(err, n, "%s", d.text);
+    cp_config_free(c);
+    assert_int_equal(cp_config_load(c, env_get, 6632, NULL), QERR_BAD_INPUT); /* without a detail: the same */
+    return -1;
 }
 
 static void test_config(void **st)

@@ -49,12 +49,50 @@ static const char *env_get(const char *name)
 static const uint8_t TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 #define FATAL "ERROR boot: FATAL: QUEEN_S3_EMBEDDED=true: "
 
-static char g_err[2048];
+static qerr_detail g_qd;
+#define g_err (g_qd.text)
+
+/* The loaders' qerr mapped to the old 1 / 0 / -1, checking the convention on the way: a
+ * refusal is QERR_BAD_INPUT without a code, and the same without a detail. */
+static int refusal(qerr e)
+{
+    if (e == QERR_OK)
+        return 0;
+    assert_int_equal(e, QERR_BAD_INPUT);
+    assert_null(g_qd.code);
+    return -1;
+}
+
+static int sink_load(s3_sink_config *c)
+{
+    int configured = -1;
+    qerr e = s3_sink_config_from_env(c, TENANT, env_get, &configured, &g_qd);
+    if (e != QERR_OK) {
+        assert_int_equal(configured, 0);
+        char keep[sizeof g_qd.text];
+        memcpy(keep, g_qd.text, sizeof keep);
+        s3_sink_config c2;
+        assert_int_equal(s3_sink_config_from_env(&c2, TENANT, env_get, &configured, NULL), QERR_BAD_INPUT);
+        s3_sink_config_free(&c2);
+        memcpy(g_qd.text, keep, sizeof keep);
+    }
+    return refusal(e) < 0 ? -1 : configured;
+}
+
+static int knobs_load(s3_node_knobs *k, const char *node_id)
+{
+    return refusal(s3_node_knobs_load(k, env_get, node_id, &g_qd));
+}
+
+static int embedded_load(int *on)
+{
+    return refusal(s3_embedded_load(on, env_get, &g_qd));
+}
 
 static void sink_ok(s3_sink_config *c)
 {
     memset(g_err, 0, sizeof g_err);
-    int rc = s3_sink_config_from_env(c, TENANT, env_get, g_err, sizeof g_err);
+    int rc = sink_load(c);
     if (rc != 1)
         fail_msg("expected a sink, got %d: %s", rc, g_err);
 }
@@ -64,7 +102,7 @@ static const char *sink_fails(void)
 {
     s3_sink_config c;
     memset(g_err, 0, sizeof g_err);
-    assert_int_equal(s3_sink_config_from_env(&c, TENANT, env_get, g_err, sizeof g_err), -1);
+    assert_int_equal(sink_load(&c), -1);
     assert_null(strstr(g_err, SECRET));
     assert_null(strchr(g_err, '\n'));
     assert_int_equal(strncmp(g_err, FATAL, strlen(FATAL)), 0);
@@ -128,7 +166,7 @@ static void test_no_env_sink(void **state)
     (void)state;
     s3_sink_config c;
     ENV("QUEEN_S3_EMBEDDED", "true", "QUEEN_S3_MEMORY_MB", "64", "QUEEN_S3_QUEUES", "  ");
-    assert_int_equal(s3_sink_config_from_env(&c, TENANT, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(sink_load(&c), 0);
     assert_string_equal(c.tenant_text, "00000000-0000-0000-0000-000000000001");
     assert_null(c.sink);
     s3_sink_config_free(&c);
@@ -181,7 +219,7 @@ static void test_partitions_refused(void **state)
     EXTRA("QUEEN_S3_PARTITIONS", "cust-1,cust-2");
     sink_fails_with(want);
     s3_node_knobs k;
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), -1);
+    assert_int_equal(knobs_load(&k, "node-1"), -1);
     assert_string_equal(g_err, want);
     assert_null(k.instance);
     /* blank is unset */
@@ -199,23 +237,23 @@ static void test_embedded_switch(void **state)
     (void)state;
     int on = -1;
     ENV("QUEEN_S3_EMBEDDED", "maybe");
-    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), -1);
+    assert_int_equal(embedded_load(&on), -1);
     assert_string_equal(g_err, "ERROR boot: FATAL: queen: QUEEN_S3_EMBEDDED=maybe is not one of true, false. It makes "
                                "this node run the S3 sink");
     assert_int_equal(on, 0);
     ENV("QUEEN_S3_EMBEDDED", "TRUE");
-    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(embedded_load(&on), 0);
     assert_int_equal(on, 1);
     ENV("QUEEN_S3_EMBEDDED", "false");
-    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(embedded_load(&on), 0);
     assert_int_equal(on, 0);
     ENV("QUEEN_S3_EMBEDDED", " ");
     on = -1;
-    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(embedded_load(&on), 0);
     assert_int_equal(on, 0);
     ENV("OTHER", "x");
     on = -1;
-    assert_int_equal(s3_embedded_load(&on, env_get, g_err, sizeof g_err), 0);
+    assert_int_equal(embedded_load(&on), 0);
     assert_int_equal(on, 0);
 }
 
@@ -250,7 +288,7 @@ static void test_int_ranges(void **state)
             int64_t got = -1;
             if (rows[i].node) {
                 s3_node_knobs k;
-                rc = s3_node_knobs_load(&k, env_get, "n1", g_err, sizeof g_err);
+                rc = knobs_load(&k, "n1");
                 if (rc == 0) {
                     int64_t *f[] = {&k.memory_mb,    &k.fetch_concurrency, &k.discovery_interval_ms,
                                     &k.safe_guard_ms, &k.lease_ttl_ms,      &k.multipart_threshold_mb,
@@ -260,7 +298,7 @@ static void test_int_ranges(void **state)
                 }
             } else {
                 s3_sink_config c;
-                rc = s3_sink_config_from_env(&c, TENANT, env_get, g_err, sizeof g_err);
+                rc = sink_load(&c);
                 if (rc == 1)
                     got = i == 0 ? c.target_mb : c.max_window_ms;
                 s3_sink_config_free(&c);
@@ -281,7 +319,7 @@ static void test_int_ranges(void **state)
         EXTRA(rows[i].name, "12abc");
         if (rows[i].node) {
             s3_node_knobs k;
-            assert_int_equal(s3_node_knobs_load(&k, env_get, "n1", g_err, sizeof g_err), -1);
+            assert_int_equal(knobs_load(&k, "n1"), -1);
         } else {
             sink_fails();
         }
@@ -442,7 +480,7 @@ static void test_secret_never_shown(void **state)
     assert_string_equal(c.secret_key, SECRET);
     /* and never shows in the start line */
     s3_node_knobs k;
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     buf b;
     buf_init(&b, 0);
     s3_sink_boot_line(&c, &k, &b);
@@ -595,7 +633,7 @@ static void test_kms(void **state)
     assert_int_equal(c.sse, S3_SSE_KMS);
     assert_string_equal(c.sse_kms_key_id, "arn:aws:kms:eu:key/abcd9876");
     s3_node_knobs k;
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     buf b;
     buf_init(&b, 0);
     s3_sink_boot_line(&c, &k, &b);
@@ -611,7 +649,7 @@ static void test_knobs(void **state)
     (void)state;
     s3_node_knobs k;
     ENV("QUEEN_S3_EMBEDDED", "true");
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     assert_int_equal(k.memory_mb, 512);
     assert_int_equal(k.fetch_concurrency, 4);
     assert_int_equal(k.discovery_interval_ms, 2000);
@@ -626,7 +664,7 @@ static void test_knobs(void **state)
     assert_int_equal(k.nignored, 0);
     s3_node_knobs_free(&k);
     /* no node id: a generated name */
-    assert_int_equal(s3_node_knobs_load(&k, env_get, NULL, g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, NULL), 0);
     assert_int_equal(k.instance_generated, 1);
     assert_int_equal(strlen(k.instance), 19);
     assert_int_equal(strncmp(k.instance, "s3-", 3), 0);
@@ -635,19 +673,19 @@ static void test_knobs(void **state)
     s3_node_knobs_free(&k);
     /* the variable wins over the node id */
     ENV("QUEEN_S3_INSTANCE", " pod-7 ", "QUEEN_S3_LISTEN", "0.0.0.0:8080", "QUEEN_S3_LOG_FORMAT", "json");
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     assert_string_equal(k.instance, "pod-7");
     assert_int_equal(k.nignored, 2);
     assert_string_equal(k.ignored[0], "QUEEN_S3_LISTEN");
     assert_string_equal(k.ignored[1], "QUEEN_S3_LOG_FORMAT");
     s3_node_knobs_free(&k);
     ENV("QUEEN_S3_LOG_FORMAT", "json", "QUEEN_S3_LISTEN", "");
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     assert_int_equal(k.nignored, 1);
     assert_string_equal(k.ignored[0], "QUEEN_S3_LOG_FORMAT");
     s3_node_knobs_free(&k);
     ENV("QUEEN_S3_INSTANCE", "pod 7");
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), -1);
+    assert_int_equal(knobs_load(&k, "node-1"), -1);
     assert_string_equal(g_err, FATAL "QUEEN_S3_INSTANCE=pod 7 may not contain spaces, quotes, backslashes or control "
                                      "characters. It names this node in the sink's leases and presence rows");
     assert_null(k.instance);
@@ -655,7 +693,7 @@ static void test_knobs(void **state)
     memset(n129, 'i', 129);
     n129[129] = '\0';
     ENV("QUEEN_S3_INSTANCE", n129);
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), -1);
+    assert_int_equal(knobs_load(&k, "node-1"), -1);
     assert_non_null(strstr(g_err, "is longer than 128 bytes"));
     /* crash points */
     static const char *const crash[][2] = {{"after_intent", "1"},  {"MID_UPLOAD", "2"},   {"after_upload", "3"},
@@ -663,14 +701,14 @@ static void test_knobs(void **state)
                                            {"off", "0"},           {"None", "0"}};
     for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) {
         ENV("QUEEN_S3_CRASH_AT", crash[i][0]);
-        assert_int_equal(s3_node_knobs_load(&k, env_get, "n", g_err, sizeof g_err), 0);
+        assert_int_equal(knobs_load(&k, "n"), 0);
         assert_int_equal(k.crash_at, atoi(crash[i][1]));
         assert_string_equal(s3_crash_name(k.crash_at), i < 5 ? crash[i][0][0] == 'M' ? "mid_upload" : crash[i][0]
                                                              : "never");
         s3_node_knobs_free(&k);
     }
     ENV("QUEEN_S3_CRASH_AT", "sometimes");
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "n", g_err, sizeof g_err), -1);
+    assert_int_equal(knobs_load(&k, "n"), -1);
     assert_string_equal(g_err, FATAL "QUEEN_S3_CRASH_AT=sometimes is not one of never, after_intent, mid_upload, "
                                      "after_upload, before_commit, after_commit. It makes the sink exit at one point "
                                      "of the commit sequence, for tests");
@@ -684,7 +722,7 @@ static void test_boot_line(void **state)
     s3_sink_config c;
     sink_ok(&c);
     s3_node_knobs k;
-    assert_int_equal(s3_node_knobs_load(&k, env_get, "node-1", g_err, sizeof g_err), 0);
+    assert_int_equal(knobs_load(&k, "node-1"), 0);
     buf b;
     buf_init(&b, 0);
     s3_sink_boot_line(&c, &k, &b);
