@@ -156,14 +156,7 @@ const char *api_str_field_msg(int rc, const char *where, const char *otherwise, 
 
 int api_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
 {
-    int t = json_get(d, obj, key);
-    if (t < 0 || json_type_of(d, t) == JSON_NULL)
-        return 0;
-    int64_t v;
-    if (json_int64(d, t, &v) < 0 || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 1;
+    return json_int_field(d, obj, key, lo, hi, out);
 }
 
 int api_query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out)

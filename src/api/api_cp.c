@@ -705,32 +705,28 @@ static s3_op *s3_op_new(http_req *r, const char *name)
     return op;
 }
 
-static void api_cp_s3_put(http_req *r)
+/* PUT and GET both start from the cluster's row (cp_s3_get_v1); `done` answers or writes */
+static void s3_read_row(http_req *r, api_query_fn done)
 {
     if (s3_available_or_respond(r) < 0)
         return;
     const char *n = name_param_or_respond(r);
     if (!n)
         return;
-    s3_op *op = s3_op_new(r, n);
-    api_query *q = api_query_new(r, on_s3_read_for_put, op);
+    api_query *q = api_query_new(r, done, s3_op_new(r, n));
     int s = api_query_stmt(q, "SELECT * FROM queen.cp_s3_get_v1($1)");
     api_param_text(q, s, n);
     api_query_submit(q);
 }
 
+static void api_cp_s3_put(http_req *r)
+{
+    s3_read_row(r, on_s3_read_for_put);
+}
+
 static void api_cp_s3_get(http_req *r)
 {
-    if (s3_available_or_respond(r) < 0)
-        return;
-    const char *n = name_param_or_respond(r);
-    if (!n)
-        return;
-    s3_op *op = s3_op_new(r, n);
-    api_query *q = api_query_new(r, on_s3_got, op);
-    int s = api_query_stmt(q, "SELECT * FROM queen.cp_s3_get_v1($1)");
-    api_param_text(q, s, n);
-    api_query_submit(q);
+    s3_read_row(r, on_s3_got);
 }
 
 static void on_s3_deleted(api_query *q, PGresult *const *res)

@@ -184,27 +184,10 @@ void api_streams_prometheus(buf *b)
 /* ------------------------------------------------------------------ helpers */
 
 /* Refuses a key the route does not know (the earlier release dropped them silently). `known`
- * is NULL-terminated. Returns the offending key's token or -1. */
-static int unknown_key(const json_doc *d, int obj, const char *const *known)
-{
-    uint32_t cnt = d->toks[obj].count;
-    int k = json_first(d, obj);
-    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
-        int ok = 0;
-        for (const char *const *p = known; *p; p++)
-            if (json_str_eq(d, k, *p)) {
-                ok = 1;
-                break;
-            }
-        if (!ok)
-            return k;
-    }
-    return -1;
-}
-
+ * is NULL-terminated. */
 static int refuse_unknown(http_req *r, json_doc *d, int obj, const char *const *known, const char *where)
 {
-    int k = unknown_key(d, obj, known);
+    int k = json_unknown_key(d, obj, known);
     if (k < 0)
         return 0;
     buf t;

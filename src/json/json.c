@@ -690,6 +690,32 @@ int json_text_dup(arena *ar, const json_doc *d, int tok, const char **out, size_
     return nul ? JSON_STR_NUL : 0;
 }
 
+int json_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    int t = json_get(d, obj, key);
+    if (t < 0 || json_type_of(d, t) == JSON_NULL)
+        return 0;
+    int64_t v;
+    if (json_int64(d, t, &v) < 0 || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 1;
+}
+
+int json_unknown_key(const json_doc *d, int obj, const char *const *known)
+{
+    uint32_t cnt = d->toks[obj].count;
+    int k = json_first(d, obj);
+    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
+        const char *const *p = known;
+        while (*p && !json_str_eq(d, k, *p))
+            p++;
+        if (!*p)
+            return k;
+    }
+    return -1;
+}
+
 int json_str_field(arena *ar, const json_doc *d, int obj, const char *key, const char **out, size_t *len)
 {
     int t = json_get(d, obj, key);

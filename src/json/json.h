@@ -89,6 +89,10 @@ int json_str_field(arena *ar, const json_doc *d, int obj, const char *key, const
  * character (\u0000)", else `otherwise`. Returns out, filled. */
 const char *json_str_field_msg(int rc, const char *where, const char *otherwise, char *out, size_t n);
 int json_int64(const json_doc *d, int t, int64_t *out);
+/* An integer field of an object: 1 present, 0 absent or null, -1 not an integer in [lo, hi]. */
+int json_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out);
+/* The first key token of object `obj` not in `known` (NULL-terminated), or -1. */
+int json_unknown_key(const json_doc *d, int obj, const char *const *known);
 int json_double(const json_doc *d, int t, double *out);
 
 /* Writer helpers (append to a buf). */

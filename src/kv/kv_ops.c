@@ -177,19 +177,6 @@ static int str_member(const json_doc *d, int obj, const char *name, arena *ar, c
     return 1;
 }
 
-/* An integer member: 1 present, 0 absent or null, -1 not an integer in [lo, hi]. */
-static int int_member(const json_doc *d, int obj, const char *name, int64_t lo, int64_t hi, int64_t *out)
-{
-    int t = json_get(d, obj, name);
-    if (t < 0 || json_type_of(d, t) == JSON_NULL)
-        return 0;
-    int64_t v;
-    if (json_int64(d, t, &v) < 0 || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 1;
-}
-
 /* Members an op object may carry; anything else is refused, so a misspelt "ifVerison" cannot
  * silently turn a fenced write into an unconditional one. */
 static const char *const OP_FIELDS[] = {"op", "namespace", "key", "value", "ttlMs", "ifVersion", "ifAbsent", "by", "max"};
@@ -239,12 +226,12 @@ qerr kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, are
     } else if (v >= 0) {
         return qerr_set(err, QERR_BAD_INPUT, NULL, "value is only accepted by put and putIfAbsent");
     }
-    rc = int_member(d, obj, "ttlMs", 1, KV_TTL_MAX_MS, &out->ttl_ms);
+    rc = json_int_field(d, obj, "ttlMs", 1, KV_TTL_MAX_MS, &out->ttl_ms);
     if (rc < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "ttlMs must be an integer between 1 and %lld", (long long)KV_TTL_MAX_MS);
     if (rc > 0 && kind != KV_PUT && kind != KV_INCR)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "ttlMs is only accepted by put, putIfAbsent and incr");
-    rc = int_member(d, obj, "ifVersion", 1, INT64_MAX, &out->version);
+    rc = json_int_field(d, obj, "ifVersion", 1, INT64_MAX, &out->version);
     if (rc < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "ifVersion must be a positive integer (a version this store returned)");
     if (rc > 0)
@@ -261,14 +248,14 @@ qerr kv_parse_op_fields(const json_doc *d, int obj, int kind, int if_absent, are
             return qerr_set(err, QERR_BAD_INPUT, NULL, "ifVersion and ifAbsent (or putIfAbsent) cannot be combined");
         out->expect = KV_EXPECT_ABSENT;
     }
-    rc = int_member(d, obj, "by", INT64_MIN, INT64_MAX, &out->by);
+    rc = json_int_field(d, obj, "by", INT64_MIN, INT64_MAX, &out->by);
     if (rc < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "by must be an integer (64-bit)");
     if (kind == KV_INCR && rc == 0)
         out->by = 1;
     if (rc > 0 && kind != KV_INCR)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "by is only accepted by incr");
-    rc = int_member(d, obj, "max", INT64_MIN, INT64_MAX, &out->max);
+    rc = json_int_field(d, obj, "max", INT64_MIN, INT64_MAX, &out->max);
     if (rc < 0)
         return qerr_set(err, QERR_BAD_INPUT, NULL, "max must be an integer (64-bit)");
     if (rc > 0) {

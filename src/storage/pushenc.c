@@ -45,10 +45,11 @@ static int zframe_whole(const push_group *g, uint32_t k)
     return 1;
 }
 
-static void encode_one(buf *seg, const push_item *it)
+/* The record an item encodes to (its payload as sent: sealing replaces it) */
+static record_in record_of(const push_item *it)
 {
     const push_req *own = it->req;
-    record_in rec = {
+    return (record_in){
         .txn = it->txn,
         .txn_len = it->txn_len,
         .txn_producer = it->txn_producer,
@@ -58,6 +59,11 @@ static void encode_one(buf *seg, const push_item *it)
         .payload = it->payload,
         .payload_len = it->payload_len,
     };
+}
+
+static void encode_one(buf *seg, const push_item *it)
+{
+    record_in rec = record_of(it);
     record_encode(seg, &rec);
 }
 
@@ -109,17 +115,7 @@ static int encode_group(const push_group *g, const seal_key *key, buf *seg, buf 
     segment_begin(seg);
     for (uint32_t k = 0; k < g->n; k++) {
         const push_item *it = g->items[k];
-        const push_req *own = it->req;
-        record_in rec = {
-            .txn = it->txn,
-            .txn_len = it->txn_len,
-            .txn_producer = it->txn_producer,
-            .trace = it->has_trace ? it->trace : NULL,
-            .producer = own->producer,
-            .producer_len = own->producer_len,
-            .payload = it->payload,
-            .payload_len = it->payload_len,
-        };
+        record_in rec = record_of(it);
         if (g->sealed) {
             buf_reset(sealed);
             if (seal_seal(key, it->payload, it->payload_len, sealed) < 0)

@@ -25,14 +25,8 @@ static qerr fail(qerr_detail *err, const char *id, const char *fmt, ...)
  * bytes into out; 1 when there is one, else 0. */
 static int unknown_key(const json_doc *d, int obj, const char *const *allowed, char *out, size_t cap)
 {
-    uint32_t n = d->toks[obj].count;
-    int k = json_first(d, obj);
-    for (uint32_t i = 0; i < n; i++, k = json_next(d, k + 1)) {
-        int known = 0;
-        for (const char *const *a = allowed; *a && !known; a++)
-            known = json_str_eq(d, k, *a);
-        if (known)
-            continue;
+    int k = json_unknown_key(d, obj, allowed);
+    if (k >= 0) {
         buf raw, q;
         buf_init(&raw, 0);
         buf_init(&q, 0);

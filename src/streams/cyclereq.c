@@ -31,29 +31,11 @@ __attribute__((format(printf, 5, 6))) static cycle_rc fail(cycle_err *err, cycle
     return rc;
 }
 
-/* The first key of object obj that is not in `known` (NULL-terminated), or -1. */
-static int unknown_key(const json_doc *d, int obj, const char *const *known)
-{
-    uint32_t cnt = d->toks[obj].count;
-    int k = json_first(d, obj);
-    for (uint32_t i = 0; i < cnt; i++, k = json_next(d, k + 1)) {
-        int ok = 0;
-        for (const char *const *p = known; *p; p++)
-            if (json_str_eq(d, k, *p)) {
-                ok = 1;
-                break;
-            }
-        if (!ok)
-            return k;
-    }
-    return -1;
-}
-
 /* CYCLE_BAD unknown_field naming the key, or CYCLE_OK */
 static cycle_rc refuse_unknown(const json_doc *d, int obj, const char *const *known, const char *where,
                                cycle_err *err)
 {
-    int k = unknown_key(d, obj, known);
+    int k = json_unknown_key(d, obj, known);
     if (k < 0)
         return CYCLE_OK;
     buf t;
@@ -63,18 +45,6 @@ static cycle_rc refuse_unknown(const json_doc *d, int obj, const char *const *kn
          buf_cstr(&t));
     buf_free(&t);
     return CYCLE_BAD;
-}
-
-static int int_field(const json_doc *d, int obj, const char *key, int64_t lo, int64_t hi, int64_t *out)
-{
-    int t = json_get(d, obj, key);
-    if (t < 0 || json_type_of(d, t) == JSON_NULL)
-        return 0;
-    int64_t v;
-    if (json_int64(d, t, &v) < 0 || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 1;
 }
 
 static cycle_rc read_ack(arena *ar, const json_doc *d, int ak, const char *pfx, cycle_req *c, cycle_err *err)
@@ -101,7 +71,7 @@ static cycle_rc read_ack(arena *ar, const json_doc *d, int ak, const char *pfx, 
     if (strcmp(c->ack_status, "completed") && strcmp(c->ack_status, "success") && strcmp(c->ack_status, "failed") &&
         strcmp(c->ack_status, "dlq"))
         return fail(err, CYCLE_FAILED, NULL, NULL, "Unknown ack.status: %s", c->ack_status);
-    rc = int_field(d, ak, "count", 0, 1000000000, &c->count);
+    rc = json_int_field(d, ak, "count", 0, 1000000000, &c->count);
     if (rc < 0)
         return fail(err, CYCLE_BAD, NULL, NULL, "%sack.count must be a non-negative integer (source records)", pfx);
     c->has_count = rc == 1;
@@ -135,7 +105,7 @@ static cycle_rc read_ops(arena *ar, const json_doc *d, int so, const char *pfx, 
         if (op->key_len > STATE_KEY_MAX_BYTES)
             return fail(err, CYCLE_BAD, NULL, NULL, "%s.key is %zu bytes, more than %d", where, op->key_len,
                         STATE_KEY_MAX_BYTES);
-        int vr = int_field(d, e, "version", 0, INT64_MAX, &op->version);
+        int vr = json_int_field(d, e, "version", 0, INT64_MAX, &op->version);
         if (vr < 0)
             return fail(err, CYCLE_BAD, NULL, NULL,
                         "%s.version must be a non-negative integer (the row version state/get answered)", where);

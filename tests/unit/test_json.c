@@ -23,6 +23,33 @@ static void raw_eq(const json_doc *d, int t, const char *want)
     assert_memory_equal(p, want, n);
 }
 
+static void test_int_field_and_unknown_key(void **state)
+{
+    (void)state;
+    json_doc d;
+    assert_int_equal(parse(&d, "{\"a\":5,\"b\":null,\"c\":\"5\",\"d\":1.5,\"e\":11}"), 0);
+    int64_t v = -1;
+    assert_int_equal(json_int_field(&d, 0, "a", 0, 10, &v), 1);
+    assert_int_equal(v, 5);
+    v = -1;
+    assert_int_equal(json_int_field(&d, 0, "b", 0, 10, &v), 0); /* null is absent */
+    assert_int_equal(json_int_field(&d, 0, "zz", 0, 10, &v), 0);
+    assert_int_equal(v, -1);
+    assert_int_equal(json_int_field(&d, 0, "c", 0, 10, &v), -1); /* a string */
+    assert_int_equal(json_int_field(&d, 0, "d", 0, 10, &v), -1); /* not an integer */
+    assert_int_equal(json_int_field(&d, 0, "e", 0, 10, &v), -1); /* out of range */
+    assert_int_equal(v, -1);
+    static const char *const all[] = {"a", "b", "c", "d", "e", NULL};
+    static const char *const some[] = {"a", "b", "d", "e", NULL};
+    static const char *const none[] = {NULL};
+    assert_int_equal(json_unknown_key(&d, 0, all), -1);
+    int k = json_unknown_key(&d, 0, some);
+    assert_true(k >= 0 && json_str_eq(&d, k, "c"));
+    k = json_unknown_key(&d, 0, none);
+    assert_true(k >= 0 && json_str_eq(&d, k, "a"));
+    json_doc_free(&d);
+}
+
 static void test_valid_documents(void **state)
 {
     (void)state;
@@ -234,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_duplicate_keys_last_wins),
         cmocka_unit_test(test_token_limit),
+        cmocka_unit_test(test_int_field_and_unknown_key),
         cmocka_unit_test(test_writer_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,10 +18,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    DELETE FROM queen.kv k
-     WHERE k.tenant_id = '00000000-0000-0000-0000-000000000002'::uuid
-       AND k.namespace = 'queen-cp-s3' AND k.key = v_tenant::text;
-    DELETE FROM queen.cp_sinks s WHERE s.cluster = p_name;
+    PERFORM queen.cp_s3_delete_v1(p_name); -- the sink row and its sealed secret, same locks
     DELETE FROM queen.tenants t WHERE t.id = v_tenant RETURNING t.name, t.status INTO v_tname, v_status;
     IF p_remove THEN
         DELETE FROM queen.cp_clusters c WHERE c.name = p_name;
