@@ -301,8 +301,16 @@ describe('a bucket per tenant', () => {
     const st = (await get(n1.url, '/status')).json.s3;
     assert.equal(st.controlPlaneError, null);
     assert.deepEqual(st.sinks.map((s) => [s.tenant, s.source]).sort(), [[TA, 'cp'], [TB, 'cp']]);
-    const m = (await get(n1.url, '/metrics/prometheus')).text;
-    assert.match(m, new RegExp(`queen_s3_records_written_total\\{queue="orders",tenant="${TA}"\\} [1-9]`));
+    // a sink counts what it wrote since it was built, and the previous test's last status change
+    // rebuilds it (at the node's next read: the old sink's counts could still be showing, or
+    // the new one's zeros): one more record, then its series
+    assert.equal((await pushAs(a.token, items(400, 1, 'a'))).status, 201);
+    const written = new RegExp(`queen_s3_records_written_total\\{queue="orders",tenant="${TA}"\\} [1-9]`);
+    const m = await until(async () => {
+      const t = (await get(n1.url, '/metrics/prometheus')).text;
+      return written.test(t) && t;
+    }, 15000, 'the records the rebuilt sink wrote, counted under its tenant');
+    assert.match(m, written);
     assert.match(m, new RegExp(`queen_s3_lag_seconds\\{queue="orders",tenant="${TA}"\\} `));
     const m2 = (await get(n2.url, '/metrics/prometheus')).text;
     assert.match(m2, new RegExp(`queen_s3_records_written_total\\{queue="orders",tenant="${TB}"\\} 3`));
