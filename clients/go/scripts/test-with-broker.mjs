@@ -43,6 +43,8 @@ const env = {
   GOFLAGS: process.env.GOFLAGS || '',
   PATH: `${path.join(ROOT, '.tools/go/bin')}:${process.env.PATH}`,
 };
+// go needs a build cache: without HOME (a bare chroot, env -i) it has no default one
+if (!process.env.GOCACHE && !process.env.HOME && !process.env.XDG_CACHE_HOME) env.GOCACHE = path.join(ROOT, 'build/go-cache');
 try {
   const v = await run('go', ['vet', './...'], env);
   if (v.code !== 0) { failed++; process.stderr.write('sdk-go: go vet failed\n'); }
