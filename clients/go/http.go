@@ -55,6 +55,10 @@ type Options struct {
 	UnhealthyFor time.Duration
 	// HTTPClient is the transport (default: a client of its own, without a global timeout).
 	HTTPClient *http.Client
+	// BinaryPush sends pushes in the 2.x binary body (QPB1, every item with its
+	// transactionId) instead of JSON; a push with a traceId goes as JSON. The answer is the
+	// same.
+	BinaryPush bool
 }
 
 // APIError is a non-2xx answer of the broker. Callers branch on Status and Code, never on
