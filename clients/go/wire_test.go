@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -202,5 +203,29 @@ func TestBinaryPushIsSentBinary(t *testing.T) {
 	}
 	if _, err := c.Queue("q").Push(context.Background(), Item{Data: 1, TraceID: "0190c2d4-0000-4000-8000-000000000001"}); err != nil || ctype != `application/json {"it` {
 		t.Fatalf("with a traceId: %q %v", ctype, err)
+	}
+}
+
+func TestConsumeErrorsAndTerminal(t *testing.T) {
+	var calls int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := atomic.AddInt32(&calls, 1)
+		switch {
+		case n <= 2: // survived: reported to OnError, retried after ErrorPause
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":"bad","code":"invalid_request"}`))
+		default: // a 403 ends the consumer
+			w.WriteHeader(403)
+			w.Write([]byte(`{"error":"suspended","code":"cluster_suspended"}`))
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(fast(srv.URL))
+	var reported []string
+	n, err := c.Queue("q").Wait(false).Consume(context.Background(), ConsumeOptions{ErrorPause: time.Millisecond,
+		OnError: func(err error, _ []Message) { reported = append(reported, ErrorCode(err)) }},
+		func(context.Context, Message) error { return nil })
+	if n != 0 || ErrorCode(err) != "cluster_suspended" || !IsStatus(err, 403) || strings.Join(reported, ",") != "invalid_request,invalid_request" {
+		t.Fatalf("n=%d err=%v reported=%v", n, err, reported)
 	}
 }
