@@ -449,3 +449,28 @@ func TestBrokerBinaryPush(t *testing.T) {
 		t.Fatalf("popped %v (payloads byte for byte)", got)
 	}
 }
+
+func TestBrokerConsumeReportsRefusedAck(t *testing.T) {
+	c, ctx := broker(t)
+	q := c.Queue(uniq("refused"))
+	if _, err := q.Configure(ctx, map[string]any{"leaseTime": 1}); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, ctx, q, n(1))
+	var reported []error
+	handled, err := q.Wait(false).Consume(ctx, ConsumeOptions{Limit: 1, OnError: func(err error, _ []Message) { reported = append(reported, err) }},
+		func(context.Context, Message) error {
+			time.Sleep(1800 * time.Millisecond) // past the 1 s lease, not renewed
+			return nil
+		})
+	if err != nil || handled != 1 {
+		t.Fatalf("%d %v", handled, err)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], ErrAckRefused) {
+		t.Fatalf("reported %v, want ErrAckRefused", reported)
+	}
+	ms, err := q.Timeout(5 * time.Second).Pop(ctx)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the message whose ack was refused: %d %v", len(ms), err)
+	}
+}

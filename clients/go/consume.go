@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// ErrAckRefused is what OnError hears when the broker answered an ack of the loop with
+// success false: the lease was gone (expired, or the message was settled elsewhere).
+var ErrAckRefused = errors.New("queen: the broker refused the ack (the lease is gone)")
+
 // ConsumeOptions configures Queue.Consume and Queue.ConsumeBatch.
 type ConsumeOptions struct {
 	// RenewEvery renews the batch's leases this often while the handler runs (0: never).
@@ -23,7 +27,7 @@ type ConsumeOptions struct {
 	// and OnError are then called from that many goroutines.
 	Concurrency int
 	// OnError, when set, hears the errors the loop survives: failed pops, handler errors
-	// (with their messages), failed acks.
+	// (with their messages), failed or refused acks (ErrAckRefused).
 	OnError func(err error, ms []Message)
 }
 
@@ -53,15 +57,19 @@ func (q Queue) Consume(ctx context.Context, opts ConsumeOptions, handler func(ct
 			}
 			actx, cancel := ackContext(ctx)
 			var aerr error
+			var ok bool
 			if herr == nil {
-				_, aerr = q.c.Ack(actx, m, StatusCompleted, "")
+				ok, aerr = q.c.Ack(actx, m, StatusCompleted, "")
 			} else {
 				if opts.OnError != nil {
 					opts.OnError(herr, []Message{m})
 				}
-				_, aerr = q.c.Ack(actx, m, StatusFailed, herr.Error())
+				ok, aerr = q.c.Ack(actx, m, StatusFailed, herr.Error())
 			}
 			cancel()
+			if aerr == nil && !ok {
+				aerr = ErrAckRefused
+			}
 			if aerr != nil && opts.OnError != nil {
 				opts.OnError(aerr, []Message{m})
 			}
@@ -84,13 +92,19 @@ func (q Queue) ConsumeBatch(ctx context.Context, opts ConsumeOptions, handler fu
 		actx, cancel := ackContext(ctx)
 		defer cancel()
 		var aerr error
+		var oks []bool
 		if herr == nil {
-			_, aerr = q.c.AckBatch(actx, ms, StatusCompleted, "")
+			oks, aerr = q.c.AckBatch(actx, ms, StatusCompleted, "")
 		} else {
 			if opts.OnError != nil {
 				opts.OnError(herr, ms)
 			}
-			_, aerr = q.c.AckBatch(actx, ms, StatusFailed, herr.Error())
+			oks, aerr = q.c.AckBatch(actx, ms, StatusFailed, herr.Error())
+		}
+		for _, ok := range oks {
+			if aerr == nil && !ok {
+				aerr = ErrAckRefused
+			}
 		}
 		if aerr != nil && opts.OnError != nil {
 			opts.OnError(aerr, ms)
