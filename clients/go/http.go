@@ -158,7 +158,10 @@ func New(opts Options) (*Client, error) {
 		c.opts.UnhealthyFor = 5 * time.Second
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		// keep-alive for concurrent consumers: the default keeps 2 idle connections per host
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{Transport: tr}
 	}
 	c.unhealthy = make([]time.Time, len(c.urls))
 	if len(c.urls) > 1 {
