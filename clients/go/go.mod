@@ -1,0 +1,3 @@
+module github.com/queen-mq/queen/clients/go
+
+go 1.21
