@@ -524,3 +524,51 @@ func TestForeachSeesTheWindow(t *testing.T) {
 		t.Fatal(seen)
 	}
 }
+
+func TestSessionIdleFlushClosesTheLastSessionOfAQuietPartition(t *testing.T) {
+	c := client(t)
+	src, sink := uniq("sf-src"), uniq("sf-sink")
+	// one session per user with a 2 s gap; nothing comes after the last events, so only the
+	// idle flush (watermark + certified quiet time) can close them
+	push(t, c, src, "p", map[string]any{"user": "a", "ts": 1_000}, map[string]any{"user": "b", "ts": 1_500}, map[string]any{"user": "a", "ts": 2_500})
+	h := run(t, c, streams.From(src).KeyBy(func(v any) string { s, _ := v.(map[string]any)["user"].(string); return s }).
+		WindowSession(2).EventTime(ts).IdleFlushMs(300).
+		Aggregate(streams.Count("n"), streams.Max("last", streams.Field("ts"))).To(sink), opts(uniq("sf")))
+	got := drainExact(t, c, sink, "r", 2, 20*time.Second, 1500*time.Millisecond)
+	st := stop(t, h)
+	same(t, sortedBy(got, "last"), "[map[last:1500 n:1] map[last:2500 n:2]]", st)
+	if st.FlushCycles < 1 || st.Errors != 0 {
+		t.Fatalf("%+v", st)
+	}
+}
+
+func TestPostStagesPartitionedSinkAndValuesWithoutTime(t *testing.T) {
+	c := client(t)
+	src, sink := uniq("ps-src"), uniq("ps-sink")
+	push(t, c, src, "p", map[string]any{"ts": 1_000, "k": "x"}, map[string]any{"k": "x"}, map[string]any{"ts": 2_000, "k": "y"},
+		map[string]any{"ts": "1970-01-01T00:00:03.000Z", "k": "y"}, map[string]any{"ts": 30_000, "k": "x"})
+	var errs atomic.Int64
+	o := opts(uniq("ps"))
+	o.OnError = func(error) { errs.Add(1) }
+	h := run(t, c, streams.From(src).KeyBy(func(v any) string { return v.(map[string]any)["k"].(string) }).
+		WindowTumbling(10).EventTime(func(v any) any { return v.(map[string]any)["ts"] }).IdleFlushMs(0).
+		Aggregate(streams.Count("n")).
+		Map(func(v any) any { return streams.Number(v, "n") * 10 }). // not an object: pushed as {"value": v}
+		ToPartitioned(sink, func(v any) string { return fmt.Sprintf("tens-%v", v) }), o)
+	// [0,10) closes on the 30 s event: x has 1 (the value without a time is reported, skipped
+	// and acked), y has 2 (epoch ms and an ISO string)
+	got, msgs := drainMsgs(t, c, sink, "r", 2, 20*time.Second)
+	more := drain(t, c, sink, "r", 1<<30, 800*time.Millisecond)
+	st := stop(t, h)
+	same(t, sortedBy(append(got, more...), "value"), "[map[value:10] map[value:20]]", st)
+	parts := map[string]bool{}
+	for _, m := range msgs {
+		parts[m.Partition] = true
+	}
+	if !parts["tens-10"] || !parts["tens-20"] {
+		t.Fatal(parts)
+	}
+	if st.Errors != 1 || errs.Load() != 1 || !strings.Contains(st.LastError, "no time") || st.Messages != 5 {
+		t.Fatalf("%+v (OnError %d)", st, errs.Load())
+	}
+}
