@@ -1,9 +1,9 @@
 # queen — build, test, run, bench. GNU make + pkg-config; see README.md.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
-# A Node.js that scripts/install-deps.sh brought (when the one on PATH is older than the tests
-# need) comes first for every recipe: tests, bench and npm.
-export PATH := $(CURDIR)/.tools/node/bin:$(PATH)
+# A Node.js and a Go that scripts/install-deps.sh brought (when the ones on PATH are older than
+# the tests need) come first for every recipe: tests, bench and npm.
+export PATH := $(CURDIR)/.tools/go/bin:$(CURDIR)/.tools/node/bin:$(PATH)
 
 CC      ?= cc
 FUZZCC  ?= clang
@@ -34,7 +34,7 @@ FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust sdk-js bench bench-sdk-rust clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust sdk-js sdk-go bench bench-sdk-rust clean format release asan
 all: build/release/queen
 
 release: build/release/queen
@@ -129,6 +129,7 @@ test: test-deps
 	@$(MAKE) --no-print-directory py-integration
 	@$(MAKE) --no-print-directory sdk-rust
 	@$(MAKE) --no-print-directory sdk-js
+	@$(MAKE) --no-print-directory sdk-go
 
 # the Rust SDK (clients/rust): cargo test and the spec's example against the sanitizer build
 # with its own PostgreSQL; cargo builds in clients/rust/target
@@ -140,6 +141,12 @@ sdk-rust: build/asan/queen
 # config_hash vectors, and the broker tests against the sanitizer build with its own PostgreSQL)
 sdk-js: build/asan/queen
 	@cd clients/js && node_modules/.bin/tsc -p tsconfig.json && node --test --test-concurrency=2 test/*.test.mjs
+
+# the Go SDK (clients/go, stdlib only): go vet, go test (unit tests and the broker tests, which
+# read QUEEN_URL) and the examples against the sanitizer build with its own PostgreSQL
+sdk-go: build/asan/queen
+	@scripts/check-go.sh
+	@node clients/go/scripts/test-with-broker.mjs
 
 run: deps
 	@$(MAKE) --no-print-directory build/release/queen

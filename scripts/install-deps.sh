@@ -6,7 +6,9 @@
 #   scripts/install-deps.sh test   also the test tools (make test, make bench)
 # Debian packages come from apt; the test tools from npm (package-lock.json, `npm ci`); when the
 # node on PATH is older than the tests need (Debian 12's is 18), a pinned Node.js from PyPI into
-# .tools/node, which the Makefile and the test scripts put first on PATH.
+# .tools/node, which the Makefile and the test scripts put first on PATH; likewise a pinned Go
+# toolchain from the Go module proxy into .tools/go when the go on PATH is older than the Go SDK
+# needs (scripts/bring-go.sh).
 # The Python harness (tests/py) gets a virtual environment, build/venv, from tests/py/requirements.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -224,6 +226,12 @@ if [ ! -x "$venv/bin/python" ] || [ ! -f "$vstamp" ] || ! cmp -s "$req" "$vstamp
     die "installing the Python test tools ($req) from PyPI into $venv failed (above)"
   cp "$req" "$vstamp"
 fi
+
+# the Go SDK's suite (make sdk-go) needs go >= QUEEN_GO_MIN; when the one on PATH is missing or
+# older, a pinned toolchain from the Go module proxy into .tools/go (stdlib only: nothing else to
+# download)
+apt_install ca-certificates
+scripts/bring-go.sh || exit 1
 
 # the Rust SDK's suite (make sdk-rust) needs cargo; its crates come from crates.io at build time
 # (clients/rust/Cargo.lock pins them)

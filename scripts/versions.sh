@@ -48,3 +48,28 @@ require_node() {
     return 1
   fi
 }
+
+# The Go SDK (clients/go, stdlib only) builds with go >= its go.mod's version. When the go on
+# PATH is missing or older (Debian 12's golang-go is 1.19), install-deps.sh brings a pinned
+# toolchain into .tools/go: the golang.org/toolchain module zip from the Go module proxy, its
+# sha256 checked (per architecture below).
+QUEEN_GO_MIN=1.21
+QUEEN_GO_PIN=1.22.12
+QUEEN_GO_DIR=${QUEEN_GO_DIR:-.tools/go}  # overridable only to test the bring (scripts/bring-go.sh)
+QUEEN_GO_SHA256_amd64=d426bcf50497ae8665e741482aba04fc12782e8860857229d4005dcc480fd89b
+QUEEN_GO_SHA256_arm64=3bbef63dbcd533d273315ec9b9c26c1dcc3342d30f3749a2af75661f0c3aab5a
+
+# go_version BIN → "1.22.12" of that go, or nothing when it does not run.
+go_version() {
+  local v
+  v=$("$1" env GOVERSION 2>/dev/null) || return 0
+  v=${v#go}
+  printf '%s' "${v%%[!0-9.]*}"
+}
+
+# go_ok BIN: that go runs and is >= QUEEN_GO_MIN.
+go_ok() {
+  local v
+  v=$(go_version "$1")
+  [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$QUEEN_GO_MIN" "$v" | sort -V | head -1)" = "$QUEEN_GO_MIN" ]
+}

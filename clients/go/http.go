@@ -496,11 +496,15 @@ func IsStatus(err error, status int) bool {
 	return errors.As(err, &ae) && ae.Status == status
 }
 
-// ErrorCode returns the Code of an *APIError in err's chain, "" otherwise.
+// ErrorCode returns the Code of an *APIError (or *InvalidError) in err's chain, "" otherwise.
 func ErrorCode(err error) string {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Code
+	}
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return ie.Code
 	}
 	return ""
 }
