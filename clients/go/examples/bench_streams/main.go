@@ -41,26 +41,15 @@ func run() error {
 		sink := fmt.Sprintf("bench-go-sink-%d-%d", batch, tag)
 		query := fmt.Sprintf("bench-go-%d-%d", batch, tag)
 		t0 := time.Now()
-		var items []map[string]any
-		flush := func() error {
-			if len(items) == 0 {
-				return nil
-			}
-			err := q.Do(ctx, "POST", "/api/v1/push", map[string]any{"items": items}, nil)
-			items = items[:0]
-			return err
-		}
+		var items []queen.Item
 		for i := 0; i < n; i++ {
-			items = append(items, map[string]any{"queue": src, "partition": fmt.Sprintf("p%02d", i%16),
-				"payload": map[string]any{"i": i, "amount": i % 10}, "transactionId": fmt.Sprintf("%s-%d", src, i)})
-			if len(items) == 1000 {
-				if err := flush(); err != nil {
+			items = append(items, queen.Item{Data: map[string]any{"i": i, "amount": i % 10}, Partition: fmt.Sprintf("p%02d", i%16)})
+			if len(items) == 1000 || i == n-1 {
+				if _, err := q.Queue(src).Push(ctx, items...); err != nil {
 					return err
 				}
+				items = items[:0]
 			}
-		}
-		if err := flush(); err != nil {
-			return err
 		}
 		pushS := time.Since(t0).Seconds()
 		t1 := time.Now()

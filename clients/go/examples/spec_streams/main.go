@@ -11,9 +11,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"time"
 
@@ -39,12 +37,11 @@ func run() error {
 	sink := fmt.Sprintf("spec-go-orders-per-2s-%d", tag)
 	query := fmt.Sprintf("spec-go-%d", tag)
 
-	var items []map[string]any
+	var orders []any
 	for i := 1; i <= 6; i++ {
-		items = append(items, map[string]any{"queue": src, "partition": "Default", "payload": map[string]any{"order": i, "amount": i},
-			"transactionId": fmt.Sprintf("%s-order-%d", src, i)})
+		orders = append(orders, map[string]any{"order": i, "amount": i})
 	}
-	if err := q.Do(ctx, "POST", "/api/v1/push", map[string]any{"items": items}, nil); err != nil {
+	if _, err := q.Queue(src).PushData(ctx, orders...); err != nil {
 		return err
 	}
 
@@ -58,33 +55,23 @@ func run() error {
 		return err
 	}
 
+	reader := q.Queue(sink).Group("spec-reader").Batch(100).Timeout(500 * time.Millisecond)
 	var count, sum int64
 	deadline := time.Now().Add(30 * time.Second)
-	pop := "/api/v1/pop/queue/" + url.PathEscape(sink) + "?batch=100&wait=true&timeout=500&consumerGroup=spec-reader"
 	for count < 6 && time.Now().Before(deadline) {
-		var ans struct {
-			Messages []struct {
-				TransactionID string          `json:"transactionId"`
-				PartitionID   string          `json:"partitionId"`
-				Partition     string          `json:"partition"`
-				LeaseID       string          `json:"leaseId"`
-				Data          json.RawMessage `json:"data"`
-			} `json:"messages"`
-		}
-		if err := q.Do(ctx, "GET", pop, nil, &ans); err != nil {
+		msgs, err := reader.Pop(ctx)
+		if err != nil {
 			return err
 		}
-		for _, m := range ans.Messages {
+		for _, m := range msgs {
 			fmt.Printf("window on %s: %s\n", m.Partition, m.Data)
 			var w struct{ Count, Sum int64 }
-			if err := json.Unmarshal(m.Data, &w); err != nil {
+			if err := m.Decode(&w); err != nil {
 				return err
 			}
 			count += w.Count
 			sum += w.Sum
-			ack := map[string]any{"transactionId": m.TransactionID, "partitionId": m.PartitionID, "status": "completed",
-				"consumerGroup": "spec-reader", "leaseId": m.LeaseID}
-			if err := q.Do(ctx, "POST", "/api/v1/ack", ack, nil); err != nil {
+			if _, err := q.Ack(ctx, m, queen.StatusCompleted, ""); err != nil {
 				return err
 			}
 		}
