@@ -4,7 +4,8 @@
 # in, `apt-get install make` is the one step by hand, then
 #   1. `make run` must reach "ready" and exit 0 on SIGTERM with nothing left running;
 #   2. `scripts/install-deps.sh test` must install the test tools and a Node.js the tests can use
-#      (Debian's is 18; the pinned one comes into .tools/node);
+#      (Debian's is 18; the pinned one comes into .tools/node), and a Go for the Go SDK (Debian's
+#      is 1.19; the pinned one comes into .tools/go);
 #   3. with --test, `make test` runs in full (long: nice it, the machine is shared).
 # Needs root, debootstrap and the Debian mirror.
 #   scripts/check-fresh-debian.sh ROOT [--test]     ROOT: bootstrapped when it has no /bin
@@ -101,8 +102,9 @@ echo "== scripts/install-deps.sh test"
 t1=$(date +%s)
 in_root sh -c "cd $src && scripts/install-deps.sh test" > "$root.install-test.log" 2>&1 ||
   { tail -20 "$root.install-test.log"; exit 1; }
-grep -E '^(node|node on PATH|npm warn EBADENGINE)' "$root.install-test.log" || true
+grep -E '^(node|node on PATH|go|go on PATH|npm warn EBADENGINE)' "$root.install-test.log" || true
 in_root sh -c "cd $src && PATH=$src/.tools/node/bin:\$PATH && node --version && npm --version" | tr '\n' ' '
+in_root sh -c "cd $src && PATH=$src/.tools/go/bin:\$PATH && go version" | tr '\n' ' '
 echo "(install-deps.sh test took $(($(date +%s) - t1)) s)"
 
 if [ "$full" = --test ]; then

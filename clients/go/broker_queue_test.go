@@ -345,3 +345,43 @@ func TestBrokerFailoverAndErrors(t *testing.T) {
 		t.Fatalf("404: %v", err)
 	}
 }
+
+func TestBrokerNamesInPathsAndNamespacePop(t *testing.T) {
+	c, ctx := broker(t)
+	q := c.Queue(uniq("names"))
+	odd := "cust/1 é+?"
+	mustPush(t, ctx, q.Partition(odd), n(1))
+	ms, err := q.Partition(odd).Wait(false).Pop(ctx)
+	if err != nil || len(ms) != 1 || ms[0].Partition != odd {
+		t.Fatalf("pop of partition %q: %+v %v", odd, ms, err)
+	}
+	f, err := q.Partition(odd).Fetch(ctx, 0)
+	if err != nil || len(f.Records) != 1 {
+		t.Fatalf("fetch: %+v %v", f, err)
+	}
+	// a namespace pop: any queue of namespace ns (queue names a.b derive namespace a)
+	ns := uniq("nsp")
+	nq := c.Queue(ns + ".jobs")
+	nsq := c.Namespace(ns, "")
+	if _, err := nsq.Group("w").Wait(false).Pop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, ctx, nq, n(5))
+	ms, err = nsq.Group("w").Timeout(5 * time.Second).Pop(ctx)
+	if err != nil || fmt.Sprint(payloads(t, ms)) != "[5]" {
+		t.Fatalf("namespace pop: %v %v", payloads(t, ms), err)
+	}
+	// a configured queue is in the namespace Configure names (and task)
+	cq := c.Queue(uniq("cfg")).InNamespace(ns, "billing")
+	if _, err := cq.Configure(ctx, map[string]any{"leaseTime": 60}); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, ctx, cq, n(6))
+	ms, err = c.Namespace(ns, "billing").Group("w2").Timeout(5 * time.Second).Pop(ctx)
+	if err != nil || fmt.Sprint(payloads(t, ms)) != "[6]" {
+		t.Fatalf("namespace+task pop: %v %v", payloads(t, ms), err)
+	}
+	if _, err := cq.Configure(ctx, map[string]any{"noSuchOption": 1}); !IsStatus(err, 400) {
+		t.Fatalf("an unknown option: %v", err)
+	}
+}

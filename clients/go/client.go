@@ -147,6 +147,14 @@ func (c *Client) Namespace(namespace, task string) Queue {
 
 func (q Queue) Name() string { return q.name }
 
+// InNamespace sets the namespace and task Configure stores for the queue (configure is a full
+// overwrite: without them they become ""; a queue created by a push of an "a.b" name derives
+// them from it).
+func (q Queue) InNamespace(namespace, task string) Queue {
+	q.namespace, q.task = namespace, task
+	return q
+}
+
 // Partition sets the partition of pushes and pops.
 func (q Queue) Partition(p string) Queue { q.partition = p; return q }
 
@@ -313,10 +321,10 @@ func (q Queue) popPath() string {
 	if q.group != "" {
 		add("consumerGroup", q.group)
 	}
-	if q.namespace != "" {
+	if q.name == "" && q.namespace != "" {
 		add("namespace", q.namespace)
 	}
-	if q.task != "" {
+	if q.name == "" && q.task != "" {
 		add("task", q.task)
 	}
 	if q.autoAck {

@@ -49,6 +49,8 @@ const env = {
   // the 2.x Python runtime of the streams cross-runtime tests (streams/cross_runtime_test.go)
   QUEEN_PYTHON: path.join(ROOT, 'build/venv/bin/python'),
 };
+// go needs a build cache: without HOME (a bare chroot, env -i) it has no default one
+if (!process.env.GOCACHE && !process.env.HOME && !process.env.XDG_CACHE_HOME) env.GOCACHE = path.join(ROOT, 'build/go-cache');
 try {
   if (bench) {
     const b = await run('go', ['run', './examples/bench_streams'], env, { timeoutMs: 20 * 60 * 1000 });
