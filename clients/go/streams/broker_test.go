@@ -572,3 +572,27 @@ func TestPostStagesPartitionedSinkAndValuesWithoutTime(t *testing.T) {
 		t.Fatalf("%+v (OnError %d)", st, errs.Load())
 	}
 }
+
+func TestTheIdleFlushWaitsForTheRestOfAPushThatSharesItsStamp(t *testing.T) {
+	c := client(t)
+	src, sink := uniq("st-src"), uniq("st-sink")
+	configure(t, c, src, map[string]any{"leaseTime": 3})
+	// one push: its records share one createdAt stamp. Batches of 2: the first cycle acks 1-2
+	// (the partition's lastWriteAt equals the stamp acked), the second batch (3-4) fails once
+	// and stays leased. The flush must not take the partition for drained on the stamp alone:
+	// that would close the window with 1-2 and give 3-4 a second result for it.
+	push(t, c, src, "p", map[string]any{"seq": 1}, map[string]any{"seq": 2}, map[string]any{"seq": 3}, map[string]any{"seq": 4})
+	var once atomic.Bool
+	o := opts(uniq("st"))
+	o.BatchSize = 2
+	o.MaxPartitions = 1
+	h := run(t, c, streams.From(src).Map(func(v any) any {
+		if streams.Number(v, "seq") == 3 && !once.Swap(true) {
+			panic("deliberate operator panic (test)")
+		}
+		return v
+	}).WindowTumbling(1).IdleFlushMs(200).Aggregate(streams.Count("count")).To(sink), o)
+	got := drainExact(t, c, sink, "r", 1, 20*time.Second, 2500*time.Millisecond)
+	st := stop(t, h)
+	same(t, got, "[map[count:4]]", st)
+}

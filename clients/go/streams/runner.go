@@ -142,6 +142,7 @@ type touched struct {
 	at          int64
 	lastStampUs int64
 	hasStamp    bool
+	lastTxn     string // the transactionId of the last message its cycles acked
 }
 
 type runner struct {
@@ -733,9 +734,13 @@ func (r *runner) cycle(pid string, msgs []*message) error {
 			if w.hasEventTime() && hasClock {
 				wm["eventTimeMs"] = clock
 			}
+			// lastStampUs is the Rust runtime's spelling, sourceAt/sourceTxn the JS one's: both
+			// are written, either is read (a query moves between the runtimes)
 			if last.hasCreated {
 				wm["lastStampUs"] = last.createdUs
+				wm["sourceAt"] = last.CreatedAt
 			}
+			wm["sourceTxn"] = last.TransactionID
 			ops = append(ops, stateOp{Type: "upsert", Key: watermarkKey, Value: wm})
 		}
 	} else {
@@ -751,7 +756,7 @@ func (r *runner) cycle(pid string, msgs []*message) error {
 	if last.hasCreated {
 		r.mu.Lock()
 		if t := r.touched[pid]; t != nil {
-			t.lastStampUs, t.hasStamp = last.createdUs, true
+			t.lastStampUs, t.hasStamp, t.lastTxn = last.createdUs, true, last.TransactionID
 		}
 		r.mu.Unlock()
 	}
@@ -866,6 +871,7 @@ func (r *runner) flushLoop(every time.Duration) {
 type changedPartition struct {
 	Name        string `json:"name"`
 	ID          any    `json:"id"`
+	LastOffset  *int64 `json:"lastOffset"`
 	LastWriteAt string `json:"lastWriteAt"`
 }
 
@@ -992,7 +998,11 @@ func (r *runner) flushAll() error {
 					return nil
 				}
 			}
-			return r.guard(func() error { return r.flushPartition(it.pid, t, safeUs, lastWrite) })
+			var lastOffset int64 = -1
+			if listed && p.LastOffset != nil {
+				lastOffset = *p.LastOffset
+			}
+			return r.guard(func() error { return r.flushPartition(it.pid, t, safeUs, lastWrite, lastOffset) })
 		}()
 		if err != nil && r.ctx.Err() == nil {
 			r.report(err)
@@ -1001,7 +1011,33 @@ func (r *runner) flushAll() error {
 	return nil
 }
 
-func (r *runner) flushPartition(pid string, t touched, safeUs, lastWrite int64) error {
+// lastTxnAt is the transactionId of the record at offset of the source partition (POST
+// /api/v1/fetch, one record), "" when there is none.
+func (r *runner) lastTxnAt(partition string, offset int64) (string, error) {
+	body := map[string]any{"entries": []any{map[string]any{"queue": r.source, "partition": partition, "offset": offset, "maxBytes": 1}}, "maxBytes": 1}
+	var out struct {
+		Entries []struct {
+			Error   string `json:"error"`
+			Records []struct {
+				Offset        *int64 `json:"offset"`
+				TransactionID string `json:"transactionId"`
+			} `json:"records"`
+		} `json:"entries"`
+	}
+	if err := r.c.Do(r.ctx, "POST", "/api/v1/fetch", body, &out); err != nil {
+		return "", fmt.Errorf("streams: fetch: %w", err)
+	}
+	if len(out.Entries) != 1 || out.Entries[0].Error != "" || len(out.Entries[0].Records) == 0 {
+		return "", nil
+	}
+	rec := out.Entries[0].Records[0]
+	if rec.Offset != nil && *rec.Offset != offset {
+		return "", nil
+	}
+	return rec.TransactionID, nil
+}
+
+func (r *runner) flushPartition(pid string, t touched, safeUs, lastWrite, lastOffset int64) error {
 	w, red := r.st.window, r.st.reducer
 	if w == nil || red == nil {
 		return nil
@@ -1016,7 +1052,30 @@ func (r *runner) flushPartition(pid string, t touched, safeUs, lastWrite int64) 
 		lastSeen, hasSeen = int64Of(wmRow["lastStampUs"])
 	}
 	if !hasSeen {
+		if at, ok := wmRow["sourceAt"].(string); ok {
+			lastSeen, hasSeen = parseISOUs(at)
+		}
+	}
+	if !hasSeen {
 		return nil
+	}
+	if lastWrite == lastSeen && lastOffset >= 0 {
+		// the records of one push share their stamp, and a batch may have ended inside such
+		// a push: drained only if the partition's last record is the last one acked
+		txn := t.lastTxn
+		if txn == "" {
+			txn, _ = wmRow["sourceTxn"].(string)
+		}
+		if txn == "" {
+			return nil
+		}
+		at, err := r.lastTxnAt(t.name, lastOffset)
+		if err != nil {
+			return err
+		}
+		if at != txn {
+			return nil
+		}
 	}
 	wm, hasWm := int64Of(wmRow["eventTimeMs"])
 	clock, ok := flushClock(w.hasEventTime(), wm, hasWm, safeUs, lastWrite, lastSeen)
@@ -1034,7 +1093,12 @@ func (r *runner) flushPartition(pid string, t touched, safeUs, lastWrite int64) 
 		return nil
 	}
 	if w.hasEventTime() {
-		ops = append(ops, stateOp{Type: "upsert", Key: watermarkKey, Value: map[string]any{"eventTimeMs": clock, "lastStampUs": lastSeen}})
+		wm := map[string]any{}
+		for k, v := range wmRow {
+			wm[k] = v
+		}
+		wm["eventTimeMs"], wm["lastStampUs"] = clock, lastSeen
+		ops = append(ops, stateOp{Type: "upsert", Key: watermarkKey, Value: wm})
 	}
 	items := r.deliver(emits, pid, t.name)
 	if err := r.commit(pid, ops, items, nil, true); err != nil {
