@@ -596,3 +596,30 @@ func TestTheIdleFlushWaitsForTheRestOfAPushThatSharesItsStamp(t *testing.T) {
 	st := stop(t, h)
 	same(t, got, "[map[count:4]]", st)
 }
+
+func TestCancellingRunsContextAbortsTheRunnerAndWaitReturns(t *testing.T) {
+	c := client(t)
+	src, sink := uniq("cx-src"), uniq("cx-sink")
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := streams.From(src).To(sink).Run(ctx, c, opts(uniq("cx")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, c, src, "p", map[string]any{"seq": 1})
+	same(t, drain(t, c, sink, "r", 1, 10*time.Second), "[map[seq:1]]", nil)
+	done := make(chan error, 1)
+	go func() { done <- h.Wait() }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return after the context was cancelled")
+	}
+	// a stopped handle stops again without harm
+	if _, err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
