@@ -103,3 +103,41 @@ func TestBrokerGuardResendAndLost(t *testing.T) {
 	}
 	a.Release(ctx)
 }
+
+func TestBrokerLockReacquireAfterLoss(t *testing.T) {
+	c, ctx := broker(t)
+	name := uniq("reacq")
+	a := c.Locks().Lock(name, LockOptions{TTL: time.Second, Owner: "a"})
+	if v, err := a.Acquire(ctx); err != nil || !v.Acquired {
+		t.Fatal(v, err)
+	}
+	// the permit is taken from under the handle: its next background renew finds it lost
+	if _, err := c.Locks().Batch(ctx, map[string]any{"op": "release", "name": name, "token": a.Token()}); err != nil {
+		t.Fatal(err)
+	}
+	b := c.Locks().Lock(name, LockOptions{TTL: 30 * time.Second, Owner: "b"})
+	if v, err := b.Acquire(ctx); err != nil || !v.Acquired {
+		t.Fatal(v, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Held() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a.Held() {
+		t.Fatal("the handle did not notice the loss")
+	}
+	if _, err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// acquired again, the handle renews again: held past several TTLs
+	if v, err := a.Acquire(ctx); err != nil || !v.Acquired {
+		t.Fatal(v, err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	if !a.Held() {
+		t.Fatal("after a re-acquire the permit was not renewed")
+	}
+	if v, err := a.Release(ctx); err != nil || !v.Released {
+		t.Fatalf("release: %+v %v", v, err)
+	}
+}

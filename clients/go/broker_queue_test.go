@@ -385,3 +385,92 @@ func TestBrokerNamesInPathsAndNamespacePop(t *testing.T) {
 		t.Fatalf("an unknown option: %v", err)
 	}
 }
+
+func TestBrokerConsumeConcurrency(t *testing.T) {
+	c, ctx := broker(t)
+	q := c.Queue(uniq("conc"))
+	for i := 0; i < 6; i++ {
+		mustPush(t, ctx, q.Partition(fmt.Sprintf("p%d", i)), n(i))
+	}
+	var inFlight, maxInFlight, total int32
+	t0 := time.Now()
+	handled, err := q.Wait(false).Consume(ctx, ConsumeOptions{Limit: 5, Concurrency: 3, IdleSleep: 10 * time.Millisecond}, func(context.Context, Message) error {
+		now := atomic.AddInt32(&inFlight, 1)
+		for {
+			m := atomic.LoadInt32(&maxInFlight)
+			if now <= m || atomic.CompareAndSwapInt32(&maxInFlight, m, now) {
+				break
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		atomic.AddInt32(&inFlight, -1)
+		atomic.AddInt32(&total, 1)
+		return nil
+	})
+	if err != nil || handled != 5 || total != 5 {
+		t.Fatalf("handled %d (total %d) %v: the limit is shared by the workers", handled, total, err)
+	}
+	if maxInFlight < 2 || time.Since(t0) > 1500*time.Millisecond {
+		t.Fatalf("max in flight %d, took %v: the workers did not run at once", maxInFlight, time.Since(t0))
+	}
+	ms, err := q.Batch(10).Partitions(10).Wait(false).Pop(ctx)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("left %d %v: the limit leased more than it handled", len(ms), err)
+	}
+}
+
+func TestBrokerBinaryPush(t *testing.T) {
+	c, ctx := broker(t)
+	bc, err := New(Options{BinaryPush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := bc.Queue(uniq("bin"))
+	rs, err := q.Push(ctx,
+		Item{Data: map[string]any{"n": 1, "s": "é"}, TransactionID: "b1", Partition: "a"},
+		Item{Data: json.RawMessage(`{"n": 2}`), Partition: "a"},
+		Item{Data: map[string]int{"n": 3}, Partition: "b"})
+	if err != nil || len(rs) != 3 || !rs[0].IsQueued() || !rs[2].IsQueued() || rs[0].TransactionID != "b1" {
+		t.Fatalf("binary push: %+v %v", rs, err)
+	}
+	rs, err = q.Push(ctx, Item{Data: 9, TransactionID: "b1", Partition: "a"})
+	if err != nil || !rs[0].IsDuplicate() {
+		t.Fatalf("binary duplicate: %+v %v", rs, err)
+	}
+	ms, err := c.Queue(q.Name()).Batch(10).Partitions(2).Wait(false).Pop(ctx)
+	if err != nil || len(ms) != 3 {
+		t.Fatalf("pop: %d %v", len(ms), err)
+	}
+	got := map[string]string{}
+	for _, m := range ms {
+		got[m.Partition+"/"+string(m.Data)] = m.TransactionID
+	}
+	if got[`a/{"n":1,"s":"é"}`] != "b1" || got[`a/{"n": 2}`] == "" || got[`b/{"n":3}`] == "" {
+		t.Fatalf("popped %v (payloads byte for byte)", got)
+	}
+}
+
+func TestBrokerConsumeReportsRefusedAck(t *testing.T) {
+	c, ctx := broker(t)
+	q := c.Queue(uniq("refused"))
+	if _, err := q.Configure(ctx, map[string]any{"leaseTime": 1}); err != nil {
+		t.Fatal(err)
+	}
+	mustPush(t, ctx, q, n(1))
+	var reported []error
+	handled, err := q.Wait(false).Consume(ctx, ConsumeOptions{Limit: 1, OnError: func(err error, _ []Message) { reported = append(reported, err) }},
+		func(context.Context, Message) error {
+			time.Sleep(1800 * time.Millisecond) // past the 1 s lease, not renewed
+			return nil
+		})
+	if err != nil || handled != 1 {
+		t.Fatalf("%d %v", handled, err)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], ErrAckRefused) {
+		t.Fatalf("reported %v, want ErrAckRefused", reported)
+	}
+	ms, err := q.Timeout(5 * time.Second).Pop(ctx)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the message whose ack was refused: %d %v", len(ms), err)
+	}
+}

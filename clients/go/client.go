@@ -251,7 +251,15 @@ func (q Queue) Push(ctx context.Context, items ...Item) ([]PushResult, error) {
 		body[i] = q.pushItem(it)
 	}
 	var raw []json.RawMessage
-	if err := q.c.Do(ctx, "POST", "/api/v1/push", map[string]any{"items": body}, &raw); err != nil {
+	var bin []byte
+	if q.c.opts.BinaryPush {
+		bin = encodeQPB1(body)
+	}
+	if bin != nil {
+		if _, err := q.c.doStatus(ctx, "POST", "/api/v1/push", bin, &raw, callOpts{ctype: "application/x-queen-push"}); err != nil {
+			return nil, err
+		}
+	} else if err := q.c.Do(ctx, "POST", "/api/v1/push", map[string]any{"items": body}, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]PushResult, len(raw))

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// ErrAckRefused is what OnError hears when the broker answered an ack of the loop with
+// success false: the lease was gone (expired, or the message was settled elsewhere).
+var ErrAckRefused = errors.New("queen: the broker refused the ack (the lease is gone)")
+
 // ConsumeOptions configures Queue.Consume and Queue.ConsumeBatch.
 type ConsumeOptions struct {
 	// RenewEvery renews the batch's leases this often while the handler runs (0: never).
@@ -19,8 +23,11 @@ type ConsumeOptions struct {
 	IdleSleep time.Duration
 	// ErrorPause is the pause after a failed pop before the next (default 500 ms).
 	ErrorPause time.Duration
+	// Concurrency runs this many pop loops at once (default 1), sharing Limit: the handler
+	// and OnError are then called from that many goroutines.
+	Concurrency int
 	// OnError, when set, hears the errors the loop survives: failed pops, handler errors
-	// (with their messages), failed acks.
+	// (with their messages), failed or refused acks (ErrAckRefused).
 	OnError func(err error, ms []Message)
 }
 
@@ -50,15 +57,19 @@ func (q Queue) Consume(ctx context.Context, opts ConsumeOptions, handler func(ct
 			}
 			actx, cancel := ackContext(ctx)
 			var aerr error
+			var ok bool
 			if herr == nil {
-				_, aerr = q.c.Ack(actx, m, StatusCompleted, "")
+				ok, aerr = q.c.Ack(actx, m, StatusCompleted, "")
 			} else {
 				if opts.OnError != nil {
 					opts.OnError(herr, []Message{m})
 				}
-				_, aerr = q.c.Ack(actx, m, StatusFailed, herr.Error())
+				ok, aerr = q.c.Ack(actx, m, StatusFailed, herr.Error())
 			}
 			cancel()
+			if aerr == nil && !ok {
+				aerr = ErrAckRefused
+			}
 			if aerr != nil && opts.OnError != nil {
 				opts.OnError(aerr, []Message{m})
 			}
@@ -81,13 +92,19 @@ func (q Queue) ConsumeBatch(ctx context.Context, opts ConsumeOptions, handler fu
 		actx, cancel := ackContext(ctx)
 		defer cancel()
 		var aerr error
+		var oks []bool
 		if herr == nil {
-			_, aerr = q.c.AckBatch(actx, ms, StatusCompleted, "")
+			oks, aerr = q.c.AckBatch(actx, ms, StatusCompleted, "")
 		} else {
 			if opts.OnError != nil {
 				opts.OnError(herr, ms)
 			}
-			_, aerr = q.c.AckBatch(actx, ms, StatusFailed, herr.Error())
+			oks, aerr = q.c.AckBatch(actx, ms, StatusFailed, herr.Error())
+		}
+		for _, ok := range oks {
+			if aerr == nil && !ok {
+				aerr = ErrAckRefused
+			}
 		}
 		if aerr != nil && opts.OnError != nil {
 			opts.OnError(aerr, ms)
@@ -125,19 +142,86 @@ func (q Queue) consume(ctx context.Context, opts ConsumeOptions, run func(ctx co
 	if opts.ErrorPause <= 0 {
 		opts.ErrorPause = 500 * time.Millisecond
 	}
-	handled := 0
-	for ctx.Err() == nil && (opts.Limit <= 0 || handled < opts.Limit) {
-		pq := q
-		if opts.Limit > 0 && pq.batch > opts.Limit-handled {
-			pq.batch = opts.Limit - handled // never lease more than the loop will handle
+	workers := opts.Concurrency
+	if workers < 1 {
+		workers = 1
+	}
+	st := &consumeState{limit: opts.Limit}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var fatal error
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := q.worker(wctx, opts, st, run); err != nil {
+				once.Do(func() { fatal = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	return st.handledCount(), fatal
+}
+
+// consumeState is the workers' shared count: a worker reserves its pop's budget first, so
+// that together they never lease more than Limit.
+type consumeState struct {
+	mu       sync.Mutex
+	limit    int
+	handled  int
+	reserved int
+}
+
+func (s *consumeState) handledCount() int { s.mu.Lock(); defer s.mu.Unlock(); return s.handled }
+
+// reserve returns how many messages the next pop may take (batch when there is no limit), 0
+// when the limit is reached.
+func (s *consumeState) reserve(batch int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit <= 0 {
+		return batch
+	}
+	left := s.limit - s.handled - s.reserved
+	if left <= 0 {
+		return 0
+	}
+	if batch > left {
+		batch = left
+	}
+	s.reserved += batch
+	return batch
+}
+
+func (s *consumeState) settle(reserved, handled int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit > 0 {
+		s.reserved -= reserved
+	}
+	s.handled += handled
+}
+
+func (q Queue) worker(ctx context.Context, opts ConsumeOptions, st *consumeState, run func(ctx context.Context, ms []Message) (int, error)) error {
+	batch := q.batch
+	if batch <= 0 {
+		batch = 1
+	}
+	for ctx.Err() == nil {
+		want := st.reserve(batch)
+		if want == 0 {
+			return nil
 		}
-		ms, err := pq.Pop(ctx)
+		ms, err := q.Batch(want).Pop(ctx)
 		if err != nil {
+			st.settle(want, 0)
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
 			if terminal(err) {
-				return handled, err
+				return err
 			}
 			if opts.OnError != nil {
 				opts.OnError(err, nil)
@@ -146,20 +230,21 @@ func (q Queue) consume(ctx context.Context, opts ConsumeOptions, run func(ctx co
 			continue
 		}
 		if len(ms) == 0 {
+			st.settle(want, 0)
 			if q.noWait {
 				_ = sleepCtx(ctx, opts.IdleSleep)
 			}
 			continue
 		}
-		if opts.Limit > 0 && len(ms) > opts.Limit-handled {
-			ms = ms[:opts.Limit-handled]
+		if len(ms) > want {
+			ms = ms[:want] // the rest stays leased and comes back when the lease ends
 		}
 		stopRenew := q.renewer(ctx, opts, ms)
 		n, _ := run(ctx, ms)
 		stopRenew()
-		handled += n
+		st.settle(want, n)
 	}
-	return handled, nil
+	return nil
 }
 
 // renewer renews the batch's leases every opts.RenewEvery until the returned func is called.

@@ -55,6 +55,10 @@ type Options struct {
 	UnhealthyFor time.Duration
 	// HTTPClient is the transport (default: a client of its own, without a global timeout).
 	HTTPClient *http.Client
+	// BinaryPush sends pushes in the 2.x binary body (QPB1, every item with its
+	// transactionId) instead of JSON; a push with a traceId goes as JSON. The answer is the
+	// same.
+	BinaryPush bool
 }
 
 // APIError is a non-2xx answer of the broker. Callers branch on Status and Code, never on
@@ -154,7 +158,10 @@ func New(opts Options) (*Client, error) {
 		c.opts.UnhealthyFor = 5 * time.Second
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{}
+		// keep-alive for concurrent consumers: the default keeps 2 idle connections per host
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{Transport: tr}
 	}
 	c.unhealthy = make([]time.Time, len(c.urls))
 	if len(c.urls) > 1 {

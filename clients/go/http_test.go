@@ -332,3 +332,72 @@ func TestAffinityIsStable(t *testing.T) {
 		t.Fatalf("ring hash differs from the JS client's: %d %d", ringHash("orders:*:g1"), ringHash("http://a:1#vnode7"))
 	}
 }
+
+func TestRetryAfterOn503AndBackoff(t *testing.T) {
+	var n int32
+	var stamps []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stamps = append(stamps, time.Now())
+		switch atomic.AddInt32(&n, 1) {
+		case 1:
+			w.Header().Set("Retry-After", "0.2")
+			w.WriteHeader(503)
+		case 2:
+			w.WriteHeader(504) // no Retry-After: RetryBase · 2^1 = 200 ms (±20 %)
+		default:
+			w.Write([]byte(`{}`))
+		}
+	}))
+	defer srv.Close()
+	o := fast(srv.URL)
+	o.RetryBase = 100 * time.Millisecond
+	c, _ := New(o)
+	if err := c.Do(context.Background(), "GET", "/x", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(stamps) != 3 {
+		t.Fatalf("%d attempts", len(stamps))
+	}
+	if d := stamps[1].Sub(stamps[0]); d < 190*time.Millisecond {
+		t.Fatalf("a 503's Retry-After of 200 ms was not honoured: %v", d)
+	}
+	if d := stamps[2].Sub(stamps[1]); d < 150*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("the second back-off was %v, want about 200 ms", d)
+	}
+}
+
+func TestAttemptTimeoutIsRetried(t *testing.T) {
+	var n int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if atomic.AddInt32(&n, 1) == 1 {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+			return
+		}
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	o := fast(srv.URL)
+	o.Timeout = 100 * time.Millisecond
+	c, _ := New(o)
+	var out struct{ OK bool }
+	if err := c.Do(context.Background(), "GET", "/x", nil, &out); err != nil || !out.OK || atomic.LoadInt32(&n) != 2 {
+		t.Fatalf("%v %+v attempts %d", err, out, n)
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	if d, ok := parseRetryAfter("1.5"); !ok || d != 1500*time.Millisecond {
+		t.Fatal(d, ok)
+	}
+	if d, ok := parseRetryAfter(time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)); !ok || d <= time.Second || d > 3*time.Second {
+		t.Fatal(d, ok)
+	}
+	for _, v := range []string{"", "soon", "-1", "NaN", "99999"} {
+		if _, ok := parseRetryAfter(v); ok {
+			t.Fatalf("%q accepted", v)
+		}
+	}
+}

@@ -176,6 +176,14 @@ func (k *Lock) Acquire(ctx context.Context) (LockVerdict, error) {
 
 func (k *Lock) renewLoop(stop, done chan struct{}) {
 	defer close(done)
+	defer func() {
+		// ended by itself (the permit was lost): a later Acquire starts a new loop
+		k.mu.Lock()
+		if k.stop == stop {
+			k.stop, k.done = nil, nil
+		}
+		k.mu.Unlock()
+	}()
 	every := time.Duration(k.ttl) * time.Second / 3
 	if every < 100*time.Millisecond {
 		every = 100 * time.Millisecond

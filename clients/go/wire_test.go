@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -166,5 +167,65 @@ func TestTransactionBody(t *testing.T) {
 	}
 	if !strings.Contains(string(sent["operations"]), `"consumerGroup":"g"`) || strings.Count(string(sent["operations"]), `"type":"ack"`) != 2 {
 		t.Fatalf("%s", sent["operations"])
+	}
+}
+
+func TestQPB1Encoding(t *testing.T) {
+	b := encodeQPB1([]pushItem{
+		{Queue: "q", Partition: "p", Payload: json.RawMessage(`1`), TransactionID: "a"},
+		{Queue: "q", Partition: "p", Payload: "x", TransactionID: "b"},
+		{Queue: "q", Partition: "r", Payload: nil, TransactionID: ""},
+	})
+	want := "QPB1\x04" + "\x02\x00\x00\x00" +
+		"\x01\x00q\x01\x00p\x02\x00\x00\x00" + "\x01\x00a\x01\x00\x00\x001" + "\x01\x00b\x03\x00\x00\x00\"x\"" +
+		"\x01\x00q\x01\x00r\x01\x00\x00\x00" + "\x00\x00\x04\x00\x00\x00null"
+	if string(b) != want {
+		t.Fatalf("\n got %q\nwant %q", b, want)
+	}
+	if encodeQPB1([]pushItem{{Queue: "q", Partition: "p", TraceID: "0190c2d4-0000-4000-8000-000000000001"}}) != nil {
+		t.Fatal("an item with a traceId went binary")
+	}
+}
+
+func TestBinaryPushIsSentBinary(t *testing.T) {
+	var ctype string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		ctype = r.Header.Get("Content-Type") + " " + string(b[:4])
+		w.Write([]byte(`[{"status":"queued"}]`))
+	}))
+	defer srv.Close()
+	o := fast(srv.URL)
+	o.BinaryPush = true
+	c, _ := New(o)
+	if _, err := c.Queue("q").PushData(context.Background(), 1); err != nil || ctype != "application/x-queen-push QPB1" {
+		t.Fatalf("%q %v", ctype, err)
+	}
+	if _, err := c.Queue("q").Push(context.Background(), Item{Data: 1, TraceID: "0190c2d4-0000-4000-8000-000000000001"}); err != nil || ctype != `application/json {"it` {
+		t.Fatalf("with a traceId: %q %v", ctype, err)
+	}
+}
+
+func TestConsumeErrorsAndTerminal(t *testing.T) {
+	var calls int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := atomic.AddInt32(&calls, 1)
+		switch {
+		case n <= 2: // survived: reported to OnError, retried after ErrorPause
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":"bad","code":"invalid_request"}`))
+		default: // a 403 ends the consumer
+			w.WriteHeader(403)
+			w.Write([]byte(`{"error":"suspended","code":"cluster_suspended"}`))
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(fast(srv.URL))
+	var reported []string
+	n, err := c.Queue("q").Wait(false).Consume(context.Background(), ConsumeOptions{ErrorPause: time.Millisecond,
+		OnError: func(err error, _ []Message) { reported = append(reported, ErrorCode(err)) }},
+		func(context.Context, Message) error { return nil })
+	if n != 0 || ErrorCode(err) != "cluster_suspended" || !IsStatus(err, 403) || strings.Join(reported, ",") != "invalid_request,invalid_request" {
+		t.Fatalf("n=%d err=%v reported=%v", n, err, reported)
 	}
 }
