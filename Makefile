@@ -34,7 +34,7 @@ FUNCTIONS := $(sort $(wildcard src/db/functions/*.sql))
 
 obj = $(patsubst src/%.c,build/$(1)/obj/%.o,$(LIB_SRC)) build/$(1)/obj/gen/migrations.o
 
-.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust sdk-js sdk-go bench bench-sdk-rust clean format release asan
+.PHONY: all deps test-deps run test unit fuzz fuzz-smoke integration py-integration sdk-rust sdk-js sdk-go bench bench-sdk-rust bench-sdk-go clean format release asan
 all: build/release/queen
 
 release: build/release/queen
@@ -156,11 +156,17 @@ bench: test-deps
 	@$(MAKE) --no-print-directory build/release/queen
 	@bench/run.sh $(BENCH_ARGS)
 	@$(MAKE) --no-print-directory bench-sdk-rust
+	@$(MAKE) --no-print-directory bench-sdk-go
 
 # the Rust streams bench: source records/s of the spec's chain, 16 partitions, batch 50 and 500
 bench-sdk-rust: build/release/queen
 	@scripts/check-cargo.sh
 	@QUEEN_BIN=$(CURDIR)/build/release/queen node clients/rust/scripts/test-with-broker.mjs --bench
+
+# the Go streams bench (clients/go/examples/bench_streams): the same chain and figure
+bench-sdk-go: build/release/queen
+	@scripts/check-go.sh
+	@QUEEN_BIN=$(CURDIR)/build/release/queen node clients/go/scripts/test-with-broker.mjs --bench
 
 format:
 	clang-format -i $$(find src tests -name '*.[ch]')

@@ -5,7 +5,8 @@
 // output, and always stops the node: the harness stops whatever is left when this process ends,
 // also on SIGINT/SIGTERM. The go is .tools/go/bin's (scripts/bring-go.sh) when present, else
 // PATH's; GOTOOLCHAIN=local, so nothing is downloaded (the module is stdlib only).
-//   node clients/go/scripts/test-with-broker.mjs [-run REGEXP]   (-run: passed to go test)
+//   node clients/go/scripts/test-with-broker.mjs [-run REGEXP] [--bench]
+//   (-run: passed to go test; --bench: the streams bench, examples/bench_streams, instead)
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +17,13 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const mod = path.resolve(here, '..');
 const runIdx = process.argv.indexOf('-run');
 const runArg = runIdx > 0 ? ['-run', process.argv[runIdx + 1]] : [];
+const bench = process.argv.includes('--bench');
 
 // Each example: its directory under clients/go/examples and what its output must contain.
 const EXAMPLES = [
   { name: 'quickstart', expect: /^quickstart: ok$/m },
+  // the spec's streams example (shared/spec/streams.txt), the chain of clients/rust/examples/spec_streams.rs
+  { name: 'spec_streams', expect: /^total count=6 sum=21$/m },
 ];
 
 function run(cmd, args, env, { capture = false, timeoutMs = 15 * 60 * 1000 } = {}) {
@@ -42,22 +46,29 @@ const env = {
   GOTOOLCHAIN: 'local',
   GOFLAGS: process.env.GOFLAGS || '',
   PATH: `${path.join(ROOT, '.tools/go/bin')}:${process.env.PATH}`,
+  // the 2.x Python runtime of the streams cross-runtime tests (streams/cross_runtime_test.go)
+  QUEEN_PYTHON: path.join(ROOT, 'build/venv/bin/python'),
 };
 // go needs a build cache: without HOME (a bare chroot, env -i) it has no default one
 if (!process.env.GOCACHE && !process.env.HOME && !process.env.XDG_CACHE_HOME) env.GOCACHE = path.join(ROOT, 'build/go-cache');
 try {
-  const v = await run('go', ['vet', './...'], env);
-  if (v.code !== 0) { failed++; process.stderr.write('sdk-go: go vet failed\n'); }
-  const t = await run('go', ['test', '-count=1', '-p', '2', ...runArg, './...'], env);
-  if (t.code !== 0) { failed++; process.stderr.write('sdk-go: go test failed\n'); }
-  if (runArg.length === 0) {
-    for (const ex of EXAMPLES) {
-      const r = await run('go', ['run', `./examples/${ex.name}`], env, { capture: true, timeoutMs: 5 * 60 * 1000 });
-      if (r.code !== 0 || !ex.expect.test(r.out)) {
-        failed++;
-        process.stderr.write(`sdk-go: the example ${ex.name} failed or did not print ${ex.expect}\n`);
-      } else {
-        process.stdout.write(`sdk-go: the example ${ex.name} ran as documented: ok\n`);
+  if (bench) {
+    const b = await run('go', ['run', './examples/bench_streams'], env, { timeoutMs: 20 * 60 * 1000 });
+    if (b.code !== 0) failed++;
+  } else {
+    const v = await run('go', ['vet', './...'], env);
+    if (v.code !== 0) { failed++; process.stderr.write('sdk-go: go vet failed\n'); }
+    const t = await run('go', ['test', '-count=1', '-p', '2', ...runArg, './...'], env);
+    if (t.code !== 0) { failed++; process.stderr.write('sdk-go: go test failed\n'); }
+    if (runArg.length === 0) {
+      for (const ex of EXAMPLES) {
+        const r = await run('go', ['run', `./examples/${ex.name}`], env, { capture: true, timeoutMs: 5 * 60 * 1000 });
+        if (r.code !== 0 || !ex.expect.test(r.out)) {
+          failed++;
+          process.stderr.write(`sdk-go: the example ${ex.name} failed or did not print ${ex.expect}\n`);
+        } else {
+          process.stdout.write(`sdk-go: the example ${ex.name} ran as documented: ok\n`);
+        }
       }
     }
   }
