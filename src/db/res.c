@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "core/util.h"
+#include "core/uuid.h"
 #include "db/pg.h"
 #include "json/json.h"
-#include "storage/logread.h"
 
 int res_null(const PGresult *r, int row, int col)
 {
@@ -51,7 +51,9 @@ void res_uuid(const PGresult *r, int row, int col, char out[37])
         out[0] = '\0';
         return;
     }
-    format_uuid_text((const uint8_t *)PQgetvalue(r, row, col), out);
+    uuid u;
+    memcpy(u.b, PQgetvalue(r, row, col), 16);
+    uuid_format(&u, out);
 }
 
 void res_json_str(buf *b, const PGresult *r, int row, int col)
