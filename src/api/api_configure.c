@@ -4,9 +4,9 @@
  * The statement (ADMIN_CONFIGURE_SQL in admin/admin.c, its columns in admin_statements.h; the
  * answer's JSON in admin/answers_resources.c) takes the queue's clock lock after writing its
  * options (lock order: queue row, then clock; docs/lock-order.md). A push reads
- * encryptionEnabled under that lock
- * (push_v1 step 2a), so every push that commits after this configure has seen its options:
- * none of them stores plaintext in a queue this configure encrypted (docs/encryption.md). */
+ * encryptionEnabled under that lock (push_v1 step 2a), so every push that commits after this
+ * configure has seen its options: none of them stores plaintext in a queue this configure
+ * encrypted (docs/encryption.md). */
 #include <stdio.h>
 #include <string.h>
 
