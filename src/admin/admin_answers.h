@@ -71,8 +71,12 @@ void answer_configured(buf *b, const PGresult *x, const char *queue, const char 
 /* What this node says about itself (the worker entry, the status page's process figures). */
 typedef struct admin_node {
     const char *hostname, *node_id;
+    int64_t port;
+    int64_t now_us;  /* when these were read */
+    double uptime_s; /* since the process started */
     int pool_size, pool_connected, pool_busy, pool_pending;
-    uint64_t pool_failures, acks_failed, pop_messages;
+    uint64_t pool_failures;
+    uint64_t pops, pop_messages, acks_completed, acks_failed, dead_letters;
     double cpu_user_pct, cpu_sys_pct, rss_mb;
 } admin_node;
 
@@ -91,5 +95,10 @@ void answer_status_page(buf *b, int64_t from, int64_t to, int64_t bucket, const 
                         const PGresult *ms, const PGresult *dl, const admin_node *n);
 /* GET /api/v1/status/analytics: ADMIN_SERIES_SQL rows */
 void answer_analytics(buf *b, const PGresult *se, const char *interval, int64_t from, int64_t to);
+/* GET /api/v1/analytics/system-metrics, /analytics/worker-metrics over [from, to] (buckets of
+ * bucket µs): no history is kept, so node is the one point (now, this node), or NULL when the
+ * range or the filters leave it out. */
+void answer_system_metrics(buf *b, int64_t from, int64_t to, int64_t bucket, const admin_node *node);
+void answer_worker_metrics(buf *b, int64_t from, int64_t to, const admin_node *node);
 
 #endif

@@ -1,6 +1,6 @@
 /* answers_dashboard.c — the dashboard answers (admin_answers.h): a queue's depth per
  * partition, the partition listing, the status page, the analytics page, this node's worker
- * entry. */
+ * entry and its one point of the system and worker metrics series. */
 #include "admin/admin.h"
 #include "admin/admin_answers.h"
 #include "db/res.h"
@@ -179,4 +179,56 @@ void answer_analytics(buf *b, const PGresult *se, const char *interval, int64_t 
     buf_putc(b, ',');
     admin_iso_field(b, "to", to);
     buf_putc(b, '}');
+}
+
+void answer_system_metrics(buf *b, int64_t from, int64_t to, int64_t bucket, const admin_node *node)
+{
+    buf_puts(b, "{\"timeRange\":{");
+    admin_iso_field(b, "from", from);
+    buf_putc(b, ',');
+    admin_iso_field(b, "to", to);
+    buf_printf(b, "},\"bucketMinutes\":%lld,\"replicas\":[", (long long)(bucket / 60000000));
+    if (node) {
+        buf_puts(b, "{\"hostname\":");
+        jw_cstr(b, node->hostname);
+        buf_printf(b, ",\"port\":%lld,\"workerId\":", (long long)node->port);
+        jw_cstr(b, node->node_id);
+        buf_puts(b, ",\"timeSeries\":[{");
+        admin_iso_field(b, "timestamp", node->now_us);
+        /* one sample: avg = min = max = last */
+        double cu = node->cpu_user_pct, cs = node->cpu_sys_pct, rss = node->rss_mb;
+        int size = node->pool_size, busy = node->pool_busy, idle = idle_connections(node), pend = node->pool_pending;
+#define STAT(name, fmt) "\"" name "\":{\"avg\":" fmt ",\"min\":" fmt ",\"max\":" fmt ",\"last\":" fmt "}"
+        buf_printf(b, ",\"metrics\":{\"cpu\":{" STAT("user_pct", "%.2f") "," STAT("system_pct", "%.2f") "},"
+                      "\"memory\":{" STAT("rss_mb", "%.1f") "},"
+                      "\"database\":{" STAT("pool_size", "%d") "," STAT("pool_active", "%d") ","
+                      STAT("pool_idle", "%d") "," STAT("pending", "%d") "},"
+                      "\"uptimeSeconds\":%.3f}}]}",
+                   cu, cu, cu, cu, cs, cs, cs, cs, rss, rss, rss, rss, size, size, size, size, busy, busy, busy, busy,
+                   idle, idle, idle, idle, pend, pend, pend, pend, node->uptime_s);
+#undef STAT
+    }
+    buf_puts(b, "]}");
+}
+
+void answer_worker_metrics(buf *b, int64_t from, int64_t to, const admin_node *node)
+{
+    buf_puts(b, "{\"timeRange\":{");
+    admin_iso_field(b, "from", from);
+    buf_putc(b, ',');
+    admin_iso_field(b, "to", to);
+    buf_puts(b, "},\"workers\":[");
+    if (node) {
+        /* the worker entry with its one point */
+        answer_worker(b, node);
+        b->len--; /* reopen the object */
+        buf_puts(b, ",\"timeSeries\":[{");
+        admin_iso_field(b, "timestamp", node->now_us);
+        buf_printf(b, ",\"pops\":%llu,\"popMessages\":%llu,\"acksCompleted\":%llu,\"acksFailed\":%llu,"
+                      "\"deadLetters\":%llu}]}",
+                   (unsigned long long)node->pops, (unsigned long long)node->pop_messages,
+                   (unsigned long long)node->acks_completed, (unsigned long long)node->acks_failed,
+                   (unsigned long long)node->dead_letters);
+    }
+    buf_puts(b, "]}");
 }

@@ -222,13 +222,19 @@ static void node_stats(app *a, admin_node *n, char host[256])
     memset(n, 0, sizeof *n);
     n->hostname = host;
     n->node_id = a->cfg->node_id;
+    n->port = a->cfg->port;
+    n->now_us = wall_us();
+    n->uptime_s = uptime_s(a);
     n->pool_size = ps.size;
     n->pool_connected = ps.connected;
     n->pool_busy = ps.busy;
     n->pool_pending = ps.pending;
     n->pool_failures = ps.failures;
-    n->acks_failed = mc_get(&a->cm.acks_failed);
+    n->pops = mc_get(&a->cm.pops);
     n->pop_messages = mc_get(&a->cm.pop_messages);
+    n->acks_completed = mc_get(&a->cm.acks_completed);
+    n->acks_failed = mc_get(&a->cm.acks_failed);
+    n->dead_letters = mc_get(&a->cm.dead_letters);
     cpu_pct(a, &n->cpu_user_pct, &n->cpu_sys_pct);
     n->rss_mb = (double)rss_bytes() / (1024.0 * 1024.0);
 }
@@ -351,42 +357,12 @@ void api_analytics_system_metrics(http_req *r)
     int inc;
     if (node_point_or_respond(r, &from, &to, &inc) < 0)
         return;
-    app *a = r->app;
-    db_pool_stats ps;
-    db_pool_stats_get(a->db, &ps);
-    double cu, cs;
-    cpu_pct(a, &cu, &cs);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    admin_iso_field(&b, "from", from);
-    buf_putc(&b, ',');
-    admin_iso_field(&b, "to", to);
-    buf_printf(&b, "},\"bucketMinutes\":%lld,\"replicas\":[", (long long)(bucket_for_span(to - from) / 60000000));
-    if (inc) {
-        buf_puts(&b, "{\"hostname\":");
-        jw_cstr(&b, host);
-        buf_printf(&b, ",\"port\":%lld,\"workerId\":", (long long)a->cfg->port);
-        jw_cstr(&b, a->cfg->node_id);
-        buf_puts(&b, ",\"timeSeries\":[{");
-        admin_iso_field(&b, "timestamp", wall_us());
-        /* one sample: avg = min = max = last */
-        double rss = (double)rss_bytes() / (1024.0 * 1024.0);
-        int idle = ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy;
-#define STAT(name, fmt) "\"" name "\":{\"avg\":" fmt ",\"min\":" fmt ",\"max\":" fmt ",\"last\":" fmt "}"
-        buf_printf(&b, ",\"metrics\":{\"cpu\":{" STAT("user_pct", "%.2f") "," STAT("system_pct", "%.2f") "},"
-                       "\"memory\":{" STAT("rss_mb", "%.1f") "},"
-                       "\"database\":{" STAT("pool_size", "%d") "," STAT("pool_active", "%d") ","
-                       STAT("pool_idle", "%d") "," STAT("pending", "%d") "},"
-                       "\"uptimeSeconds\":%.3f}}]}",
-                   cu, cu, cu, cu, cs, cs, cs, cs, rss, rss, rss, rss, ps.size, ps.size, ps.size, ps.size, ps.busy,
-                   ps.busy, ps.busy, ps.busy, idle, idle, idle, idle, ps.pending, ps.pending, ps.pending, ps.pending,
-                   uptime_s(a));
-#undef STAT
-    }
-    buf_puts(&b, "]}");
+    answer_system_metrics(&b, from, to, bucket_for_span(to - from), inc ? &node : NULL);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -397,30 +373,12 @@ void api_analytics_worker_metrics(http_req *r)
     int inc;
     if (node_point_or_respond(r, &from, &to, &inc) < 0)
         return;
-    app *a = r->app;
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    admin_iso_field(&b, "from", from);
-    buf_putc(&b, ',');
-    admin_iso_field(&b, "to", to);
-    buf_puts(&b, "},\"workers\":[");
-    if (inc) {
-        admin_node node;
-        char host[256];
-        node_stats(a, &node, host);
-        answer_worker(&b, &node);
-        /* the worker entry with its one point */
-        b.len--; /* reopen the object */
-        buf_puts(&b, ",\"timeSeries\":[{");
-        admin_iso_field(&b, "timestamp", wall_us());
-        buf_printf(&b, ",\"pops\":%llu,\"popMessages\":%llu,\"acksCompleted\":%llu,\"acksFailed\":%llu,"
-                       "\"deadLetters\":%llu}]}",
-                   (unsigned long long)mc_get(&a->cm.pops), (unsigned long long)mc_get(&a->cm.pop_messages),
-                   (unsigned long long)mc_get(&a->cm.acks_completed), (unsigned long long)mc_get(&a->cm.acks_failed),
-                   (unsigned long long)mc_get(&a->cm.dead_letters));
-    }
-    buf_puts(&b, "]}");
+    answer_worker_metrics(&b, from, to, inc ? &node : NULL);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }

@@ -668,6 +668,50 @@ static void test_status_and_analytics(void **state)
     buf_free(&b);
 }
 
+static void test_node_metrics(void **state)
+{
+    (void)state;
+    admin_node n = {.hostname = "h",
+                    .node_id = "node-1",
+                    .port = 6632,
+                    .now_us = T0,
+                    .uptime_s = 12.5,
+                    .pool_size = 8,
+                    .pool_connected = 2,
+                    .pool_busy = 3, /* more busy than connected: idle reads 0 */
+                    .pool_pending = 1,
+                    .pops = 10,
+                    .pop_messages = 20,
+                    .acks_completed = 15,
+                    .acks_failed = 2,
+                    .dead_letters = 1,
+                    .cpu_user_pct = 1.5,
+                    .cpu_sys_pct = 0.25,
+                    .rss_mb = 30.06};
+    buf b;
+    buf_init(&b, 0);
+    answer_system_metrics(&b, T0 - 3600000000LL, T0, 60000000, &n);
+    expect(&b, "{\"timeRange\":{\"from\":\"2023-11-14T21:13:20.000Z\",\"to\":\"" T0_MS "\"},\"bucketMinutes\":1,"
+               "\"replicas\":[{\"hostname\":\"h\",\"port\":6632,\"workerId\":\"node-1\",\"timeSeries\":[{"
+               "\"timestamp\":\"" T0_MS "\",\"metrics\":{\"cpu\":{\"user_pct\":{\"avg\":1.50,\"min\":1.50,\"max\":1.50,"
+               "\"last\":1.50},\"system_pct\":{\"avg\":0.25,\"min\":0.25,\"max\":0.25,\"last\":0.25}},"
+               "\"memory\":{\"rss_mb\":{\"avg\":30.1,\"min\":30.1,\"max\":30.1,\"last\":30.1}},"
+               "\"database\":{\"pool_size\":{\"avg\":8,\"min\":8,\"max\":8,\"last\":8},"
+               "\"pool_active\":{\"avg\":3,\"min\":3,\"max\":3,\"last\":3},"
+               "\"pool_idle\":{\"avg\":0,\"min\":0,\"max\":0,\"last\":0},"
+               "\"pending\":{\"avg\":1,\"min\":1,\"max\":1,\"last\":1}},\"uptimeSeconds\":12.500}}]}]}");
+    answer_system_metrics(&b, T0, T0, 60000000, NULL);
+    expect(&b, "{\"timeRange\":{\"from\":\"" T0_MS "\",\"to\":\"" T0_MS "\"},\"bucketMinutes\":1,\"replicas\":[]}");
+    answer_worker_metrics(&b, T0, T0, &n);
+    expect(&b, "{\"timeRange\":{\"from\":\"" T0_MS "\",\"to\":\"" T0_MS "\"},\"workers\":[{\"hostname\":\"h\","
+               "\"workerId\":\"node-1\",\"avgEventLoopLagMs\":0,\"maxEventLoopLagMs\":0,\"freeSlots\":0,"
+               "\"dbConnections\":2,\"jobQueueSize\":1,\"messagesProcessed\":20,\"timeSeries\":[{\"timestamp\":\"" T0_MS
+               "\",\"pops\":10,\"popMessages\":20,\"acksCompleted\":15,\"acksFailed\":2,\"deadLetters\":1}]}]}");
+    answer_worker_metrics(&b, T0, T0, NULL);
+    expect(&b, "{\"timeRange\":{\"from\":\"" T0_MS "\",\"to\":\"" T0_MS "\"},\"workers\":[]}");
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_grouped_and_deletes), cmocka_unit_test(test_lag_metrics),
         cmocka_unit_test(test_configured),   cmocka_unit_test(test_depth),
         cmocka_unit_test(test_partitions),   cmocka_unit_test(test_status_and_analytics),
+        cmocka_unit_test(test_node_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
