@@ -1,32 +1,23 @@
 /* api_configure.c — POST /api/v1/configure: create or reconfigure a queue (full overwrite of
  * its options, namespace and task), and make sure its Default partition exists.
  *
- * The statement takes the queue's clock lock after writing its options (lock order: queue
- * row, then clock; docs/lock-order.md). A push reads encryptionEnabled under that lock
- * (push_v1 step 2a), so every push that commits after this configure has seen its options:
- * none of them stores plaintext in a queue this configure encrypted (docs/encryption.md). */
+ * The statement (ADMIN_CONFIGURE_SQL in admin/admin.c, its columns in admin_statements.h; the
+ * answer's JSON in admin/answers_resources.c) takes the queue's clock lock after writing its
+ * options (lock order: queue row, then clock; docs/lock-order.md). A push reads
+ * encryptionEnabled under that lock (push_v1 step 2a), so every push that commits after this
+ * configure has seen its options: none of them stores plaintext in a queue this configure
+ * encrypted (docs/encryption.md). */
 #include <stdio.h>
 #include <string.h>
 
+#include "admin/admin_answers.h"
+#include "admin/admin_statements.h"
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "crypto/seal.h"
 #include "queue/options.h"
 #include "storage/logread.h"
-
-static const char CONFIGURE_SQL[] =
-    "WITH q AS (INSERT INTO queen.queues (tenant_id, name, namespace, task, options, configured) "
-    "  VALUES ($1::uuid, $2::text, $3::text, $4::text, $5::jsonb, true) "
-    "  ON CONFLICT (tenant_id, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task, "
-    "  options = excluded.options, configured = true, updated_at = now() RETURNING id, uuid), "
-    "c AS (INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM q ON CONFLICT DO NOTHING), "
-    "lk AS (SELECT x.queue_id FROM queen.queue_clocks x WHERE x.queue_id = (SELECT id FROM q) FOR UPDATE), "
-    "p AS (INSERT INTO queen.partitions (queue_id, name) SELECT id, 'Default' FROM q "
-    "  ON CONFLICT (queue_id, name) DO NOTHING RETURNING uuid) "
-    "SELECT q.uuid, coalesce((SELECT uuid FROM p), "
-    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')), "
-    "  (SELECT count(*) FROM lk) FROM q";
 
 typedef struct cfg_ctx {
     db_req dbr;
@@ -54,22 +45,7 @@ static void on_configured(db_req *d)
     sealq_set(pusher_sealq(a->push), r->tenant, c->queue, c->queue_len, c->opts.encryption_enabled != 0, mono_ms());
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"configured\":true,\"queueId\":");
-    jw_cstr(&b, PQgetvalue(d->res[0], 0, 0));
-    buf_puts(&b, ",\"partitionId\":");
-    if (PQgetisnull(d->res[0], 0, 1))
-        buf_puts(&b, "null");
-    else
-        jw_cstr(&b, PQgetvalue(d->res[0], 0, 1));
-    buf_puts(&b, ",\"queue\":");
-    jw_cstr(&b, c->queue);
-    buf_puts(&b, ",\"namespace\":");
-    jw_cstr(&b, c->ns);
-    buf_puts(&b, ",\"task\":");
-    jw_cstr(&b, c->task);
-    buf_puts(&b, ",\"options\":");
-    buf_append(&b, c->optjson.data, c->optjson.len);
-    buf_putc(&b, '}');
+    answer_configured(&b, d->res[0], c->queue, c->ns, c->task, c->optjson.data, c->optjson.len);
     db_req_clear(d);
     buf_free(&c->optjson);
     http_respond_json(r, 200, &b);
@@ -128,7 +104,7 @@ void api_configure(http_req *r)
     c->values[3] = c->task;
     c->values[4] = buf_cstr(&c->optjson);
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){CONFIGURE_SQL, 5, c->values, NULL, NULL, 0};
+    c->dbr.stmt[0] = (db_stmt){ADMIN_CONFIGURE_SQL, 5, c->values, NULL, NULL, 0};
     c->dbr.done = on_configured;
     c->dbr.arg = c;
     http_async(r);

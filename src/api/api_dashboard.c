@@ -1,7 +1,8 @@
 /* api_dashboard.c — the rest of the 2.x admin reads (docs/http-api.md, "Depth, partitions,
  * status and analytics"): a queue's depth per partition, the partition listing, the dashboard
  * status page, the analytics page, and what this node can say about itself in the shape of
- * the system and worker metrics series.
+ * the system and worker metrics series. Parsing and status here; the answers' JSON in
+ * admin/answers_dashboard.c.
  *
  * Counts come from offsets (queen.partition_counts_v1, cursors), as everywhere in the admin
  * surface. Time series come from what the log keeps: the records stored per segment stamp
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
+#include "admin/admin_answers.h"
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -36,34 +38,6 @@ static int name_param(http_req *r, const char *name, const char **out)
 
 /* ---- GET /api/v1/resources/queues/:queue/depth[?group=] ---------------------------------- */
 
-/* $1 tenant, $2 queue: 0 rows = no such queue */
-static const char QUEUE_ID_SQL[] = "SELECT q.id FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text";
-
-/* Queue level, worst cursor first: what the least advanced reader of the partition (queue
- * mode or any group with a cursor there) has not retired; nothing read yet = the whole stored
- * range. $1 tenant, $2 queue, $3 limit */
-static const char DEPTH_QUEUE_SQL[] =
-    "SELECT p.name, p.next_offset - least(greatest(coalesce("
-    "  (SELECT min(c.next_offset) FROM queen.cursors c WHERE c.partition_id = p.id), p.start_offset),"
-    "  p.start_offset), p.next_offset) "
-    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $3::int8";
-
-/* One group: where it stands on each partition (queen.group_lag_v1: its cursor, else where its
- * subscription starts it); a group the queue has never seen starts at the stored start.
- * $1 tenant, $2 queue, $3 group, $4 limit */
-static const char DEPTH_GROUP_SQL[] =
-    "SELECT p.name, coalesce(g.offset_lag, p.next_offset - p.start_offset) "
-    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
-    "LEFT JOIN queen.group_lag_v1($1::uuid, $2::text, $3::text, 1) g ON g.partition_id = p.id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $4::int8";
-
-/* The group's delivery policy on the queue (queen.group_policies): 1 row = conflates.
- * $1 tenant, $2 queue, $3 group */
-static const char DEPTH_POLICY_SQL[] =
-    "SELECT 1 FROM queen.group_policies gp JOIN queen.queues q ON q.id = gp.queue_id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text AND gp.consumer_group = $3::text AND gp.conflation";
-
 static void on_depth(api_query *q, PGresult *const *res)
 {
     http_req *r = q->http;
@@ -72,40 +46,9 @@ static void on_depth(api_query *q, PGresult *const *res)
         http_respond_error_code(r, 404, "queue_not_found", "Queue not found: %s", r->params[0]);
         return;
     }
-    PGresult *x = res[1];
-    int64_t pending = 0, parts = 0;
-    buf list;
-    buf_init(&list, 0);
-    for (int i = 0; i < PQntuples(x); i++) {
-        int64_t n = res_i64(x, i, 1);
-        if (n < 0)
-            n = 0;
-        pending += n;
-        parts += n > 0;
-        if (i)
-            buf_putc(&list, ',');
-        buf_puts(&list, "{\"partition\":");
-        res_json_str(&list, x, i, 0);
-        buf_printf(&list, ",\"pending\":%lld}", (long long)n);
-    }
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"queue\":");
-    jw_cstr(&b, r->params[0]);
-    buf_puts(&b, ",\"group\":");
-    if (group)
-        jw_cstr(&b, group);
-    else
-        buf_puts(&b, "null");
-    /* a conflating group hands out one record per partition that owes work: its work depth is
-     * partitionsPending; any other's is its log depth (no group named: queue level, no policy) */
-    int conf = group && PQntuples(res[2]) > 0;
-    buf_printf(&b, ",\"pending\":%lld,\"partitionsPending\":%lld,\"conflation\":%s,\"effectivePending\":%lld,"
-                   "\"partitions\":[",
-               (long long)pending, (long long)parts, conf ? "true" : "false", (long long)(conf ? parts : pending));
-    buf_append(&b, list.data, list.len);
-    buf_puts(&b, "]}");
-    buf_free(&list);
+    answer_depth(&b, res[1], group ? res[2] : NULL, r->params[0], group);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -116,21 +59,21 @@ void api_resources_queue_depth(http_req *r)
     if (name_param(r, "group", &group) < 0)
         return;
     api_query *q = api_query_new(r, on_depth, (void *)group);
-    int s = api_query_stmt(q, QUEUE_ID_SQL);
+    int s = api_query_stmt(q, ADMIN_QUEUE_ID_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_text(q, s, r->params[0]);
     if (group) {
-        s = api_query_stmt(q, DEPTH_GROUP_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_GROUP_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_text(q, s, group);
         api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
-        s = api_query_stmt(q, DEPTH_POLICY_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_POLICY_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_text(q, s, group);
     } else {
-        s = api_query_stmt(q, DEPTH_QUEUE_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_QUEUE_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
@@ -140,16 +83,6 @@ void api_resources_queue_depth(http_req *r)
 
 /* ---- GET /api/v1/resources/partitions[?queue=&namespace=&task=&limit=&offset=] ----------- */
 
-/* $1 tenant, $2 queue, $3 namespace, $4 task, $5 limit, $6 offset */
-static const char PARTITIONS_SQL[] =
-    "SELECT v.uuid, v.name, q.name, q.namespace, q.task, v.created_us, v.total, v.pending, v.processing, v.completed, "
-    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL)::int8, "
-    "v.start_offset, v.next_offset, v.last_ts, v.queue_consumed, v.lease_expires_at, count(*) OVER ()::int8 "
-    "FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "
-    "WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) "
-    "AND ($3::text IS NULL OR q.namespace = $3::text) AND ($4::text IS NULL OR q.task = $4::text) "
-    "ORDER BY q.name, v.name LIMIT $5::int8 OFFSET $6::int8";
-
 typedef struct page_ctx {
     int64_t limit, offset;
 } page_ctx;
@@ -157,43 +90,9 @@ typedef struct page_ctx {
 static void on_partitions(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
-    PGresult *x = res[0];
-    int n = PQntuples(x);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"partitions\":[");
-    for (int i = 0; i < n; i++) {
-        char id[37];
-        res_uuid(x, i, 0, id);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"name\":", id);
-        res_json_str(&b, x, i, 1);
-        buf_puts(&b, ",\"queue\":");
-        res_json_str(&b, x, i, 2);
-        buf_puts(&b, ",\"namespace\":");
-        res_json_str(&b, x, i, 3);
-        buf_puts(&b, ",\"task\":");
-        res_json_str(&b, x, i, 4);
-        buf_puts(&b, ",\"createdAt\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 5));
-        buf_printf(&b, ",\"messages\":{\"total\":%lld,\"pending\":%lld,\"processing\":%lld,\"completed\":%lld,"
-                       "\"deadLetter\":%lld},\"startOffset\":%lld,\"endOffset\":%lld,\"totalConsumed\":%lld,"
-                       "\"lastActivity\":",
-                   (long long)res_i64(x, i, 6), (long long)res_i64(x, i, 7), (long long)res_i64(x, i, 8),
-                   (long long)res_i64(x, i, 9), (long long)res_i64(x, i, 10), (long long)res_i64(x, i, 11),
-                   (long long)res_i64(x, i, 12), (long long)res_i64(x, i, 14));
-        admin_iso_us_or_null(&b, res_i64(x, i, 13));
-        buf_puts(&b, ",\"leaseExpiresAt\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 15));
-        buf_putc(&b, '}');
-    }
-    buf_printf(&b, "],\"pagination\":{\"limit\":%lld,\"offset\":%lld,\"total\":", (long long)c->limit,
-               (long long)c->offset);
-    if (n > 0)
-        buf_printf(&b, "%lld}}", (long long)res_i64(x, 0, 16));
-    else
-        buf_puts(&b, "null}}");
+    answer_partitions(&b, res[0], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -207,7 +106,7 @@ void api_resources_partitions(http_req *r)
         api_query_int_or_respond(r, "offset", 0, 0, 1000000, &c->offset) < 0)
         return;
     api_query *q = api_query_new(r, on_partitions, c);
-    int s = api_query_stmt(q, PARTITIONS_SQL);
+    int s = api_query_stmt(q, ADMIN_PARTITIONS_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_text(q, s, queue);
     api_param_text(q, s, ns);
@@ -255,24 +154,9 @@ static int points_ok_or_respond(http_req *r, const range *g)
     return 0;
 }
 
-/* Records stored per bucket, by the stamps of their segments (the log's own clock), every
- * bucket of the range listed. Only partitions written since the range began are read (a
- * segment's stamp is at most its partition's last_ts), their segments through segments_ts
- * (partition_id, ts). $1 tenant, $2 from, $3 to, $4 bucket µs, $5 queue, $6 namespace,
- * $7 task */
-static const char SERIES_SQL[] =
-    "WITH s AS (SELECT s.ts - s.ts % $4::int8 AS t0, sum(s.record_count)::int8 AS n "
-    "  FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id JOIN queen.segments s ON s.partition_id = p.id "
-    "  WHERE q.tenant_id = $1::uuid AND p.last_ts >= $2::int8 - $2::int8 % $4::int8 "
-    "  AND s.ts >= $2::int8 - $2::int8 % $4::int8 AND s.ts <= $3::int8 "
-    "  AND ($5::text IS NULL OR q.name = $5::text) AND ($6::text IS NULL OR q.namespace = $6::text) "
-    "  AND ($7::text IS NULL OR q.task = $7::text) GROUP BY 1) "
-    "SELECT g, coalesce(s.n, 0)::int8 FROM generate_series($2::int8 - $2::int8 % $4::int8, $3::int8, $4::int8) g "
-    "LEFT JOIN s ON s.t0 = g ORDER BY g";
-
 static int series_stmt(api_query *q, http_req *r, const range *g)
 {
-    int s = api_query_stmt(q, SERIES_SQL);
+    int s = api_query_stmt(q, ADMIN_SERIES_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_i64(q, s, g->from);
     api_param_i64(q, s, g->to);
@@ -283,43 +167,7 @@ static int series_stmt(api_query *q, http_req *r, const range *g)
     return s;
 }
 
-static void iso_field(buf *b, const char *key, int64_t us)
-{
-    buf_printf(b, "\"%s\":", key);
-    admin_iso_ms_or_null(b, us);
-}
-
 /* ---- GET /api/v1/status ------------------------------------------------------------------ */
-
-/* $1 tenant, $5 queue, $6 namespace, $7 task (as SERIES_SQL; $2-$4 unused here) */
-#define DASH_FILTER                                                                                                  \
-    " q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) AND ($3::text IS NULL OR q.namespace = $3::text) " \
-    "AND ($4::text IS NULL OR q.task = $4::text) "
-
-static const char DASH_QUEUES_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, count(v.partition_id)::int8, coalesce(sum(v.queue_consumed), 0)::int8 "
-    "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER
-    "GROUP BY q.id ORDER BY q.name LIMIT 1000";
-
-/* message counts (0-3), then live leases (4-7): distinct leases, partitions under one, records
- * leased, records of them acked */
-static const char DASH_COUNTS_SQL[] =
-    "SELECT m.*, l.* FROM "
-    "(SELECT coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, "
-    "  coalesce(sum(v.completed), 0)::int8 "
-    "  FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER ") m, "
-    "(SELECT count(DISTINCT c.lease_id)::int8, count(*)::int8, coalesce(sum(c.lease_end - c.lease_start), 0)::int8, "
-    "  coalesce(sum(greatest(c.next_offset - c.lease_start, 0)), 0)::int8 "
-    "  FROM queen.queues q JOIN queen.cursors c ON c.queue_id = q.id "
-    "  WHERE c.lease_expires_at >= queen.now_us() AND" DASH_FILTER ") l";
-
-static const char DASH_DLQ_SQL[] =
-    "SELECT count(*)::int8, count(DISTINCT d.partition_id)::int8, "
-    "(SELECT coalesce(json_agg(json_build_object('error', e.error, 'count', e.n) ORDER BY e.n DESC, e.error), '[]')::text "
-    "  FROM (SELECT coalesce(d2.error, '') AS error, count(*) AS n FROM queen.dead_letters d2 "
-    "        JOIN queen.queues q ON q.id = d2.queue_id WHERE d2.requeued_at IS NULL AND" DASH_FILTER
-    "        GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5) e) "
-    "FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE d.requeued_at IS NULL AND" DASH_FILTER;
 
 static double uptime_s(const app *a)
 {
@@ -364,94 +212,43 @@ static int64_t bucket_for_span(int64_t span_us)
     return 360 * min;
 }
 
-/* This node as one entry of the dashboard's worker list. */
-static void worker_json(buf *b, app *a)
+/* What this node says about itself, now. */
+static void node_stats(app *a, admin_node *n, char host[256])
 {
     db_pool_stats ps;
     db_pool_stats_get(a->db, &ps);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    buf_puts(b, "{\"hostname\":");
-    jw_cstr(b, host);
-    buf_puts(b, ",\"workerId\":");
-    jw_cstr(b, a->cfg->node_id);
-    /* the loop's lag is not measured; free slots = idle database connections */
-    buf_printf(b, ",\"avgEventLoopLagMs\":0,\"maxEventLoopLagMs\":0,\"freeSlots\":%d,\"dbConnections\":%d,"
-                  "\"jobQueueSize\":%d,\"messagesProcessed\":%llu}",
-               ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy, ps.connected, ps.pending,
-               (unsigned long long)mc_get(&a->cm.pop_messages));
+    memset(host, 0, 256);
+    gethostname(host, 255);
+    memset(n, 0, sizeof *n);
+    n->hostname = host;
+    n->node_id = a->cfg->node_id;
+    n->port = a->cfg->port;
+    n->now_us = wall_us();
+    n->uptime_s = uptime_s(a);
+    n->pool_size = ps.size;
+    n->pool_connected = ps.connected;
+    n->pool_busy = ps.busy;
+    n->pool_pending = ps.pending;
+    n->pool_failures = ps.failures;
+    n->pops = mc_get(&a->cm.pops);
+    n->pop_messages = mc_get(&a->cm.pop_messages);
+    n->acks_completed = mc_get(&a->cm.acks_completed);
+    n->acks_failed = mc_get(&a->cm.acks_failed);
+    n->dead_letters = mc_get(&a->cm.dead_letters);
+    cpu_pct(a, &n->cpu_user_pct, &n->cpu_sys_pct);
+    n->rss_mb = (double)rss_bytes() / (1024.0 * 1024.0);
 }
 
 static void on_status_page(api_query *q, PGresult *const *res)
 {
     range *g = q->arg;
     http_req *r = q->http;
-    app *a = r->app;
-    PGresult *se = res[0], *qu = res[1], *ms = res[2], *dl = res[3];
-    db_pool_stats ps;
-    db_pool_stats_get(a->db, &ps);
-    double cu, cs;
-    cpu_pct(a, &cu, &cs);
-    double rss_mb = (double)rss_bytes() / (1024.0 * 1024.0);
-    double bsec = (double)g->bucket / 1e6;
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", g->from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", g->to);
-    buf_printf(&b, "},\"bucketMinutes\":%lld,\"pointCount\":%d,\"throughput\":[", (long long)(g->bucket / 60000000),
-               PQntuples(se));
-    for (int i = 0; i < PQntuples(se); i++) {
-        int64_t n = res_i64(se, i, 1);
-        if (i)
-            buf_putc(&b, ',');
-        buf_putc(&b, '{');
-        iso_field(&b, "timestamp", res_i64(se, i, 0));
-        /* processed and popped are not logged per record: 0; the process figures are now's */
-        buf_printf(&b, ",\"ingested\":%lld,\"processed\":0,\"popMessages\":0,\"ingestedPerSecond\":%.3f,"
-                       "\"processedPerSecond\":0,\"popPerSecond\":0,\"avgLagMs\":0,\"maxLagMs\":0,"
-                       "\"avgEventLoopLagMs\":0,\"maxEventLoopLagMs\":0,\"minFreeSlots\":0,\"dbErrors\":0,"
-                       "\"ackFailed\":0,\"dlqCount\":0,\"queenCpuUserPct\":%.2f,\"queenCpuSysPct\":%.2f,"
-                       "\"queenRssMb\":%.1f,\"dbPoolActive\":%d,\"dbPoolIdle\":%d,\"dbPoolSize\":%d}",
-                   (long long)n, (double)n / bsec, cu, cs, rss_mb, ps.busy,
-                   ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy, ps.size);
-    }
-    buf_puts(&b, "],\"queues\":[");
-    for (int i = 0; i < PQntuples(qu); i++) {
-        char id[37];
-        res_uuid(qu, i, 0, id);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"name\":", id);
-        res_json_str(&b, qu, i, 1);
-        buf_puts(&b, ",\"namespace\":");
-        res_json_str(&b, qu, i, 2);
-        buf_puts(&b, ",\"task\":");
-        res_json_str(&b, qu, i, 3);
-        buf_printf(&b, ",\"partitions\":%lld,\"totalConsumed\":%lld}", (long long)res_i64(qu, i, 4),
-                   (long long)res_i64(qu, i, 5));
-    }
-    int64_t dead = res_i64(dl, 0, 0);
-    buf_printf(&b, "],\"messages\":{\"total\":%lld,\"pending\":%lld,\"processing\":%lld,\"completed\":%lld,"
-                   "\"failed\":0,\"deadLetter\":%lld}",
-               (long long)res_i64(ms, 0, 0), (long long)res_i64(ms, 0, 1), (long long)res_i64(ms, 0, 2),
-               (long long)res_i64(ms, 0, 3), (long long)dead);
-    buf_printf(&b, ",\"leases\":{\"active\":%lld,\"partitionsWithLeases\":%lld,\"totalBatchSize\":%lld,\"totalAcked\":%lld}",
-               (long long)res_i64(ms, 0, 4), (long long)res_i64(ms, 0, 5), (long long)res_i64(ms, 0, 6),
-               (long long)res_i64(ms, 0, 7));
-    buf_printf(&b, ",\"deadLetterQueue\":{\"totalMessages\":%lld,\"affectedPartitions\":%lld,\"topErrors\":",
-               (long long)dead, (long long)res_i64(dl, 0, 1));
-    size_t tl;
-    const char *top = res_text(dl, 0, 2, &tl);
-    if (tl)
-        buf_append(&b, top, tl);
-    else
-        buf_puts(&b, "[]");
-    buf_puts(&b, "},\"workers\":[");
-    worker_json(&b, a);
-    buf_printf(&b, "],\"errors\":{\"dbErrors\":%llu,\"ackFailed\":%llu,\"dlqMessages\":%lld},\"statsAge\":0}",
-               (unsigned long long)ps.failures, (unsigned long long)mc_get(&a->cm.acks_failed), (long long)dead);
+    answer_status_page(&b, g->from, g->to, g->bucket, res[0], res[1], res[2], res[3], &node);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -475,9 +272,9 @@ void api_status_page(http_req *r)
         return;
     api_query *q = api_query_new(r, on_status_page, g);
     series_stmt(q, r, g);
-    filter_params(q, api_query_stmt(q, DASH_QUEUES_SQL), r, g);
-    filter_params(q, api_query_stmt(q, DASH_COUNTS_SQL), r, g);
-    filter_params(q, api_query_stmt(q, DASH_DLQ_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_QUEUES_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_COUNTS_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_DLQ_SQL), r, g);
     api_query_submit(q);
 }
 
@@ -491,22 +288,9 @@ typedef struct analytics_ctx {
 static void on_analytics(api_query *q, PGresult *const *res)
 {
     analytics_ctx *c = q->arg;
-    PGresult *se = res[0];
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"dataPoints\":[");
-    for (int i = 0; i < PQntuples(se); i++) {
-        if (i)
-            buf_putc(&b, ',');
-        buf_putc(&b, '{');
-        iso_field(&b, "timestamp", res_i64(se, i, 0));
-        buf_printf(&b, ",\"messages\":%lld}", (long long)res_i64(se, i, 1));
-    }
-    buf_printf(&b, "],\"interval\":\"%s\",", c->interval);
-    iso_field(&b, "from", c->g.from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", c->g.to);
-    buf_putc(&b, '}');
+    answer_analytics(&b, res[0], c->interval, c->g.from, c->g.to);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -573,42 +357,12 @@ void api_analytics_system_metrics(http_req *r)
     int inc;
     if (node_point_or_respond(r, &from, &to, &inc) < 0)
         return;
-    app *a = r->app;
-    db_pool_stats ps;
-    db_pool_stats_get(a->db, &ps);
-    double cu, cs;
-    cpu_pct(a, &cu, &cs);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", to);
-    buf_printf(&b, "},\"bucketMinutes\":%lld,\"replicas\":[", (long long)(bucket_for_span(to - from) / 60000000));
-    if (inc) {
-        buf_puts(&b, "{\"hostname\":");
-        jw_cstr(&b, host);
-        buf_printf(&b, ",\"port\":%lld,\"workerId\":", (long long)a->cfg->port);
-        jw_cstr(&b, a->cfg->node_id);
-        buf_puts(&b, ",\"timeSeries\":[{");
-        iso_field(&b, "timestamp", wall_us());
-        /* one sample: avg = min = max = last */
-        double rss = (double)rss_bytes() / (1024.0 * 1024.0);
-        int idle = ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy;
-#define STAT(name, fmt) "\"" name "\":{\"avg\":" fmt ",\"min\":" fmt ",\"max\":" fmt ",\"last\":" fmt "}"
-        buf_printf(&b, ",\"metrics\":{\"cpu\":{" STAT("user_pct", "%.2f") "," STAT("system_pct", "%.2f") "},"
-                       "\"memory\":{" STAT("rss_mb", "%.1f") "},"
-                       "\"database\":{" STAT("pool_size", "%d") "," STAT("pool_active", "%d") ","
-                       STAT("pool_idle", "%d") "," STAT("pending", "%d") "},"
-                       "\"uptimeSeconds\":%.3f}}]}",
-                   cu, cu, cu, cu, cs, cs, cs, cs, rss, rss, rss, rss, ps.size, ps.size, ps.size, ps.size, ps.busy,
-                   ps.busy, ps.busy, ps.busy, idle, idle, idle, idle, ps.pending, ps.pending, ps.pending, ps.pending,
-                   uptime_s(a));
-#undef STAT
-    }
-    buf_puts(&b, "]}");
+    answer_system_metrics(&b, from, to, bucket_for_span(to - from), inc ? &node : NULL);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -619,27 +373,12 @@ void api_analytics_worker_metrics(http_req *r)
     int inc;
     if (node_point_or_respond(r, &from, &to, &inc) < 0)
         return;
-    app *a = r->app;
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", to);
-    buf_puts(&b, "},\"workers\":[");
-    if (inc) {
-        worker_json(&b, a);
-        /* the worker entry with its one point */
-        b.len--; /* reopen the object */
-        buf_puts(&b, ",\"timeSeries\":[{");
-        iso_field(&b, "timestamp", wall_us());
-        buf_printf(&b, ",\"pops\":%llu,\"popMessages\":%llu,\"acksCompleted\":%llu,\"acksFailed\":%llu,"
-                       "\"deadLetters\":%llu}]}",
-                   (unsigned long long)mc_get(&a->cm.pops), (unsigned long long)mc_get(&a->cm.pop_messages),
-                   (unsigned long long)mc_get(&a->cm.acks_completed), (unsigned long long)mc_get(&a->cm.acks_failed),
-                   (unsigned long long)mc_get(&a->cm.dead_letters));
-    }
-    buf_puts(&b, "]}");
+    answer_worker_metrics(&b, from, to, inc ? &node : NULL);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
