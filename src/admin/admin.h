@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "admin_results.h"
+#include "messages_statements.h"
 #include "core/buf.h"
 #include "storage/record.h"
 
@@ -51,10 +52,8 @@ extern const char ADMIN_GROUP_DETAIL_SQL[];
 extern const char ADMIN_DELETE_GROUP_SQL[];
 extern const char ADMIN_SUBSCRIPTION_SQL[];
 extern const char ADMIN_SEEK_SQL[];
-extern const char ADMIN_DLQ_LIST_SQL[];
 extern const char ADMIN_DLQ_CLAIM_SQL[];
 extern const char ADMIN_DLQ_UNCLAIM_SQL[];
-extern const char ADMIN_DLQ_DELETE_SQL[];
 extern const char ADMIN_OVERVIEW_SQL[];
 extern const char ADMIN_OVERVIEW_LAG_SQL[];
 extern const char ADMIN_QUEUES_SQL[];
@@ -65,12 +64,8 @@ extern const char ADMIN_NAMESPACES_SQL[];
 extern const char ADMIN_TASKS_SQL[];
 extern const char ADMIN_DELETE_QUEUE_SQL[];
 extern const char ADMIN_DELETE_PARTITION_SQL[];
-extern const char ADMIN_QUEUE_EXISTS_SQL[];
 extern const char ADMIN_LIST_MESSAGES_SQL[];
-extern const char ADMIN_MESSAGE_PARTITION_SQL[];
 extern const char ADMIN_MESSAGE_FIND_SQL[];
-extern const char ADMIN_MESSAGE_CURSORS_SQL[];
-extern const char ADMIN_MESSAGE_DEAD_SQL[];
 extern const char ADMIN_METRICS_LAG_SQL[];
 
 /* The status of a record (GET /api/v1/messages). One rule, used by the decoder and mirrored

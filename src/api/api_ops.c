@@ -125,28 +125,7 @@ static void status_body(http_req *r, PGresult *queues, PGresult *streams, const 
     if (!queues) {
         buf_puts(&b, "null");
     } else {
-        buf_putc(&b, '[');
-        int n = PQntuples(queues);
-        int64_t now = wall_us();
-        for (int i = 0; i < n; i++) {
-            if (i)
-                buf_putc(&b, ',');
-            int64_t safe = atoll(PQgetvalue(queues, i, 2));
-            buf_puts(&b, "{\"tenant\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 0));
-            buf_puts(&b, ",\"queue\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 1));
-            buf_puts(&b, ",\"namespace\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 6));
-            buf_puts(&b, ",\"task\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 7));
-            buf_printf(&b, ",\"configured\":%s,\"partitions\":%s,\"records\":%s,\"lastTs\":%s,\"safeTime\":%lld,"
-                           "\"safeLagSeconds\":%.6f}",
-                       PQgetvalue(queues, i, 8)[0] == 't' ? "true" : "false", PQgetvalue(queues, i, 3),
-                       PQgetvalue(queues, i, 4), PQgetvalue(queues, i, 5), (long long)safe,
-                       safe > 0 ? (double)(now - safe) / 1e6 : 0.0);
-        }
-        buf_putc(&b, ']');
+        status_queues_json(&b, queues, wall_us());
     }
     if (a->s3) {
         buf_puts(&b, ",\"s3\":");
