@@ -76,6 +76,10 @@ $(eval $(call variant,release))
 $(eval $(call variant,asan))
 
 UNIT_BINS := $(patsubst tests/unit/%.c,build/asan/tests/%,$(UNIT_SRC))
+# the unit tests that start a private PostgreSQL link tests/unit/support/pgtest.c
+PGTEST_BINS := test_db_results test_db_statements
+$(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGTEST_BINS))): tests/unit/support/pgtest.c \
+  tests/unit/support/pgtest.h
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do ASAN_OPTIONS=detect_leaks=1 $$t > $$t.log 2>&1 || { cat $$t.log; exit 1; }; \

@@ -10,31 +10,31 @@
 
 /* ---- consumer groups --------------------------------------------------------------------- */
 
-/* $1 tenant, $2 max pairs. One row per (queue, group). */
+/* The statements' parameters and result columns: admin_statements.h. */
+
 const char ADMIN_GROUPS_SQL[] =
-    "SELECT g.queue_name, g.consumer_group, count(*) FILTER (WHERE g.has_cursor), count(g.partition_id), "
-    "count(*) FILTER (WHERE g.offset_lag > 0), coalesce(sum(g.offset_lag), 0)::int8, "
-    "coalesce(max(g.time_lag_us), 0)::int8, coalesce(bool_or(g.total_consumed > 0), false), "
-    "count(*) FILTER (WHERE g.lease_expires_at >= g.now_us), max(g.sub_mode), max(g.sub_ts), "
-    "max(g.sub_created_us), max(g.last_consumed_us) "
+    "SELECT g.queue_name, g.consumer_group, count(*) FILTER (WHERE g.has_cursor) AS members, "
+    "count(g.partition_id) AS partitions, count(*) FILTER (WHERE g.offset_lag > 0) AS partitions_with_lag, "
+    "coalesce(sum(g.offset_lag), 0)::int8 AS total_lag, coalesce(max(g.time_lag_us), 0)::int8 AS max_time_lag_us, "
+    "coalesce(bool_or(g.total_consumed > 0), false) AS ever_consumed, "
+    "count(*) FILTER (WHERE g.lease_expires_at >= g.now_us) AS active_leases, max(g.sub_mode) AS sub_mode, "
+    "max(g.sub_ts) AS sub_ts, max(g.sub_created_us) AS sub_created_us, max(g.last_consumed_us) AS last_consumed_us "
     "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g "
     "GROUP BY g.queue_name, g.consumer_group ORDER BY g.queue_name, g.consumer_group";
 
-/* $1 tenant, $2 max pairs, $3 min time lag (µs), $4 max rows. */
 const char ADMIN_LAGGING_SQL[] =
     "SELECT g.consumer_group, g.queue_name, g.partition_name, g.partition_uuid, "
-    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END, g.offset_lag, g.time_lag_us, g.lag_ts, "
+    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END AS live_lease_id, g.offset_lag, g.time_lag_us, g.lag_ts, "
     "g.last_consumed_us, g.next_offset, g.end_offset "
     "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g "
     "WHERE g.offset_lag > 0 AND g.time_lag_us >= $3::int8 "
     "ORDER BY g.time_lag_us DESC, g.queue_name, g.partition_name, g.consumer_group LIMIT $4::int8";
 
-/* $1 tenant, $2 group, $3 max pairs. One row per (queue, partition). */
 const char ADMIN_GROUP_DETAIL_SQL[] =
     "SELECT g.queue_name, g.partition_name, g.partition_uuid, g.has_cursor, g.next_offset, g.end_offset, "
-    "g.offset_lag, g.time_lag_us, CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END, "
-    "coalesce(g.lease_expires_at >= g.now_us, false), g.total_consumed, g.last_consumed_us, "
-    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_expires_at END, g.start_offset "
+    "g.offset_lag, g.time_lag_us, CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_id END AS live_lease_id, "
+    "coalesce(g.lease_expires_at >= g.now_us, false) AS lease_active, g.total_consumed, g.last_consumed_us, "
+    "CASE WHEN g.lease_expires_at >= g.now_us THEN g.lease_expires_at END AS live_lease_expires_at, g.start_offset "
     "FROM queen.group_lag_v1($1::uuid, NULL, $2::text, $3::int4) g "
     "ORDER BY g.queue_name, g.partition_name";
 
@@ -95,83 +95,86 @@ const char ADMIN_DLQ_RETRY_FIND_SQL[] =
 
 /* ---- resources --------------------------------------------------------------------------- */
 
-/* $1 tenant. Counts of the tenant's log; ingested = records stamped in the last 60 s (found
- * through the partitions written in that minute, then their segments by stamp). */
+/* Ingested = records stamped in the last 60 s (found through the partitions written in that
+ * minute, then their segments by stamp). */
 const char ADMIN_OVERVIEW_SQL[] =
-    "SELECT (SELECT count(*) FROM queen.queues q WHERE q.tenant_id = $1::uuid), count(v.partition_id), "
-    "(SELECT count(DISTINCT q.namespace) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.namespace <> ''), "
-    "(SELECT count(DISTINCT q.task) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.task <> ''), "
-    "coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, "
-    "coalesce(sum(v.completed), 0)::int8, "
+    "SELECT (SELECT count(*) FROM queen.queues q WHERE q.tenant_id = $1::uuid) AS queues, "
+    "count(v.partition_id) AS partitions, "
+    "(SELECT count(DISTINCT q.namespace) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.namespace <> '') "
+    "  AS namespaces, "
+    "(SELECT count(DISTINCT q.task) FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.task <> '') AS tasks, "
+    "coalesce(sum(v.total), 0)::int8 AS total, coalesce(sum(v.pending), 0)::int8 AS pending, "
+    "coalesce(sum(v.processing), 0)::int8 AS processing, coalesce(sum(v.completed), 0)::int8 AS completed, "
     "(SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.tenant_id = $1::uuid "
-    "  AND d.requeued_at IS NULL AND d.consumer_group = '" ADMIN_QUEUE_MODE "'), "
+    "  AND d.requeued_at IS NULL AND d.consumer_group = '" ADMIN_QUEUE_MODE "') AS failed, "
     "(SELECT count(*) FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE q.tenant_id = $1::uuid "
-    "  AND d.requeued_at IS NULL), "
+    "  AND d.requeued_at IS NULL) AS dead_letters, "
     "(SELECT coalesce(sum(s.record_count), 0)::int8 FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
     "  JOIN queen.segments s ON s.partition_id = p.id AND s.ts > queen.now_us() - 60000000 "
-    "  WHERE q.tenant_id = $1::uuid AND p.last_ts > queen.now_us() - 60000000), "
-    "queen.now_us() "
+    "  WHERE q.tenant_id = $1::uuid AND p.last_ts > queen.now_us() - 60000000) AS ingested_60s, "
+    "queen.now_us() AS now_us "
     "FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE q.tenant_id = $1::uuid";
 
-/* $1 tenant, $2 max pairs. Lag over every (group, partition) of the first pairs. */
 const char ADMIN_OVERVIEW_LAG_SQL[] =
-    "SELECT count(*), coalesce(avg(g.time_lag_us), 0)::float8, "
-    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.time_lag_us), 0)::float8, "
-    "coalesce(min(g.time_lag_us), 0)::int8, coalesce(max(g.time_lag_us), 0)::int8, "
-    "coalesce(avg(g.offset_lag), 0)::float8, "
-    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.offset_lag), 0)::float8, "
-    "coalesce(min(g.offset_lag), 0)::int8, coalesce(max(g.offset_lag), 0)::int8 "
+    "SELECT count(*) AS pairs, coalesce(avg(g.time_lag_us), 0)::float8 AS time_avg_us, "
+    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.time_lag_us), 0)::float8 AS time_median_us, "
+    "coalesce(min(g.time_lag_us), 0)::int8 AS time_min_us, coalesce(max(g.time_lag_us), 0)::int8 AS time_max_us, "
+    "coalesce(avg(g.offset_lag), 0)::float8 AS offset_avg, "
+    "coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY g.offset_lag), 0)::float8 AS offset_median, "
+    "coalesce(min(g.offset_lag), 0)::int8 AS offset_min, coalesce(max(g.offset_lag), 0)::int8 AS offset_max "
     "FROM queen.group_lag_v1($1::uuid, NULL, NULL, $2::int4) g WHERE g.partition_id IS NOT NULL";
 
-/* $1 tenant, $2 namespace, $3 task, $4 limit, $5 offset. Newest first. */
 const char ADMIN_QUEUES_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, "
-    "count(v.partition_id), coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, "
-    "coalesce(sum(v.processing), 0)::int8, coalesce(sum(v.completed), 0)::int8, q.configured, "
-    "(SELECT count(*) FROM queen.dead_letters d WHERE d.queue_id = q.id AND d.requeued_at IS NULL), "
-    "count(*) OVER (), coalesce(max(v.last_ts), 0)::int8 "
+    "SELECT q.uuid AS queue_uuid, q.name AS queue_name, q.namespace, q.task, "
+    "(extract(epoch FROM q.created_at) * 1000000)::int8 AS created_us, count(v.partition_id) AS partitions, "
+    "coalesce(sum(v.total), 0)::int8 AS total, coalesce(sum(v.pending), 0)::int8 AS pending, "
+    "coalesce(sum(v.processing), 0)::int8 AS processing, coalesce(sum(v.completed), 0)::int8 AS completed, "
+    "q.configured, "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.queue_id = q.id AND d.requeued_at IS NULL) AS dead_letters, "
+    "count(*) OVER () AS total_rows, coalesce(max(v.last_ts), 0)::int8 AS last_ts "
     "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "
     "WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.namespace = $2::text) "
     "AND ($3::text IS NULL OR q.task = $3::text) "
     "GROUP BY q.id ORDER BY q.created_at DESC, q.id DESC LIMIT $4::int8 OFFSET $5::int8";
 
-/* $1 tenant, $2 queue, $3 max partitions. One row per partition (one row with NULL partition
- * columns when the queue has none; no row when the queue does not exist). */
 const char ADMIN_QUEUE_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, (extract(epoch FROM q.created_at) * 1000000)::int8, queen.queue_options_v1(q.options)::text, "
-    "q.configured, v.uuid, v.name, v.created_us, v.total, v.completed, v.processing, v.pending, v.start_offset, "
-    "v.next_offset, v.last_ts, "
+    "SELECT q.uuid AS queue_uuid, q.name AS queue_name, q.namespace, q.task, "
+    "(extract(epoch FROM q.created_at) * 1000000)::int8 AS created_us, "
+    "queen.queue_options_v1(q.options)::text AS options, q.configured, v.uuid AS partition_uuid, "
+    "v.name AS partition_name, v.created_us AS partition_created_us, v.total, v.completed, v.processing, v.pending, "
+    "v.start_offset, v.next_offset, v.last_ts, "
     "(SELECT s.ts FROM queen.segments s WHERE s.partition_id = v.partition_id AND s.last_offset >= v.start_offset "
-    "  ORDER BY s.last_offset LIMIT 1), "
-    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL), "
+    "  ORDER BY s.last_offset LIMIT 1) AS oldest_ts, "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL) "
+    "  AS dead_letters, "
     "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL "
-    "  AND d.consumer_group = '" ADMIN_QUEUE_MODE "'), "
+    "  AND d.consumer_group = '" ADMIN_QUEUE_MODE "') AS failed, "
     "v.queue_consumed, v.lease_expires_at, v.partition_id, v.has_queue_cursor "
     "FROM queen.queues q LEFT JOIN LATERAL (SELECT * FROM queen.partition_counts_v1 x WHERE x.queue_id = q.id "
     "  ORDER BY x.name LIMIT $3::int8) v ON true "
     "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY v.name";
 
-/* $1 tenant, $2 queue, $3 max pairs: every group's position on every partition. */
 const char ADMIN_QUEUE_GROUPS_SQL[] =
     "SELECT g.partition_id, g.consumer_group, g.has_cursor, g.next_offset, g.offset_lag, g.time_lag_us, "
-    "coalesce(g.lease_expires_at >= g.now_us, false) "
+    "coalesce(g.lease_expires_at >= g.now_us, false) AS lease_active "
     "FROM queen.group_lag_v1($1::uuid, $2::text, NULL, $3::int4) g WHERE g.partition_id IS NOT NULL "
     "ORDER BY g.partition_id, g.consumer_group";
 
-/* $1 tenant, $2 queue, $3 max pairs: per group totals. */
 const char ADMIN_QUEUE_GROUP_TOTALS_SQL[] =
-    "SELECT g.consumer_group, count(*) FILTER (WHERE g.has_cursor), count(*) FILTER (WHERE g.offset_lag > 0), "
-    "coalesce(sum(g.offset_lag), 0)::int8, coalesce(max(g.time_lag_us), 0)::int8, "
-    "coalesce(bool_or(g.total_consumed > 0), false), max(g.sub_mode), max(g.sub_ts) "
+    "SELECT g.consumer_group, count(*) FILTER (WHERE g.has_cursor) AS members, "
+    "count(*) FILTER (WHERE g.offset_lag > 0) AS partitions_with_lag, coalesce(sum(g.offset_lag), 0)::int8 AS total_lag, "
+    "coalesce(max(g.time_lag_us), 0)::int8 AS max_time_lag_us, "
+    "coalesce(bool_or(g.total_consumed > 0), false) AS ever_consumed, max(g.sub_mode) AS sub_mode, "
+    "max(g.sub_ts) AS sub_ts "
     "FROM queen.group_lag_v1($1::uuid, $2::text, NULL, $3::int4) g GROUP BY g.consumer_group ORDER BY 1";
 
 #define ADMIN_GROUPED_BY(col)                                                                                       \
-    "SELECT q." col ", count(DISTINCT q.id), count(v.partition_id), coalesce(sum(v.total), 0)::int8, "             \
-    "coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, coalesce(sum(v.completed), 0)::int8 " \
+    "SELECT q." col " AS name, count(DISTINCT q.id) AS queues, count(v.partition_id) AS partitions, "              \
+    "coalesce(sum(v.total), 0)::int8 AS total, coalesce(sum(v.pending), 0)::int8 AS pending, "                     \
+    "coalesce(sum(v.processing), 0)::int8 AS processing, coalesce(sum(v.completed), 0)::int8 AS completed "        \
     "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "                               \
     "WHERE q.tenant_id = $1::uuid AND q." col " <> '' GROUP BY q." col " ORDER BY q." col " LIMIT 10000"
 
-/* $1 tenant */
 const char ADMIN_NAMESPACES_SQL[] = ADMIN_GROUPED_BY("namespace");
 const char ADMIN_TASKS_SQL[] = ADMIN_GROUPED_BY("task");
 
@@ -180,6 +183,104 @@ const char ADMIN_DELETE_QUEUE_SQL[] = "SELECT * FROM queen.delete_queue_v1($1::u
 const char ADMIN_DELETE_PARTITION_SQL[] = "SELECT * FROM queen.delete_partition_v1($1::uuid, $2::text, $3::text)";
 const char ADMIN_QUEUE_EXISTS_SQL[] =
     "SELECT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text) AS queue_exists";
+
+/* ---- dashboard (api_dashboard.c) --------------------------------------------------------- */
+
+const char ADMIN_QUEUE_ID_SQL[] = "SELECT q.id FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text";
+
+/* Queue level, worst cursor first: what the least advanced reader of the partition (queue
+ * mode or any group with a cursor there) has not retired; nothing read yet = the whole stored
+ * range. */
+const char ADMIN_DEPTH_QUEUE_SQL[] =
+    "SELECT p.name AS partition_name, p.next_offset - least(greatest(coalesce("
+    "  (SELECT min(c.next_offset) FROM queen.cursors c WHERE c.partition_id = p.id), p.start_offset),"
+    "  p.start_offset), p.next_offset) AS pending "
+    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
+    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $3::int8";
+
+/* One group: where it stands on each partition (queen.group_lag_v1: its cursor, else where its
+ * subscription starts it); a group the queue has never seen starts at the stored start. */
+const char ADMIN_DEPTH_GROUP_SQL[] =
+    "SELECT p.name AS partition_name, coalesce(g.offset_lag, p.next_offset - p.start_offset) AS pending "
+    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
+    "LEFT JOIN queen.group_lag_v1($1::uuid, $2::text, $3::text, 1) g ON g.partition_id = p.id "
+    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $4::int8";
+
+/* The group's delivery policy on the queue (queen.group_policies). */
+const char ADMIN_DEPTH_POLICY_SQL[] =
+    "SELECT 1 AS conflates FROM queen.group_policies gp JOIN queen.queues q ON q.id = gp.queue_id "
+    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text AND gp.consumer_group = $3::text AND gp.conflation";
+
+const char ADMIN_PARTITIONS_SQL[] =
+    "SELECT v.uuid AS partition_uuid, v.name AS partition_name, q.name AS queue_name, q.namespace, q.task, "
+    "v.created_us, v.total, v.pending, v.processing, v.completed, "
+    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL)::int8 "
+    "  AS dead_letters, "
+    "v.start_offset, v.next_offset, v.last_ts, v.queue_consumed, v.lease_expires_at, count(*) OVER ()::int8 AS total_rows "
+    "FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "
+    "WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) "
+    "AND ($3::text IS NULL OR q.namespace = $3::text) AND ($4::text IS NULL OR q.task = $4::text) "
+    "ORDER BY q.name, v.name LIMIT $5::int8 OFFSET $6::int8";
+
+/* By the stamps of the segments (the log's own clock). Only partitions written since the range
+ * began are read (a segment's stamp is at most its partition's last_ts), their segments
+ * through segments_ts (partition_id, ts). */
+const char ADMIN_SERIES_SQL[] =
+    "WITH s AS (SELECT s.ts - s.ts % $4::int8 AS t0, sum(s.record_count)::int8 AS n "
+    "  FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id JOIN queen.segments s ON s.partition_id = p.id "
+    "  WHERE q.tenant_id = $1::uuid AND p.last_ts >= $2::int8 - $2::int8 % $4::int8 "
+    "  AND s.ts >= $2::int8 - $2::int8 % $4::int8 AND s.ts <= $3::int8 "
+    "  AND ($5::text IS NULL OR q.name = $5::text) AND ($6::text IS NULL OR q.namespace = $6::text) "
+    "  AND ($7::text IS NULL OR q.task = $7::text) GROUP BY 1) "
+    "SELECT g AS bucket_us, coalesce(s.n, 0)::int8 AS records "
+    "FROM generate_series($2::int8 - $2::int8 % $4::int8, $3::int8, $4::int8) g "
+    "LEFT JOIN s ON s.t0 = g ORDER BY g";
+
+#define DASH_FILTER                                                                                                  \
+    " q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) AND ($3::text IS NULL OR q.namespace = $3::text) " \
+    "AND ($4::text IS NULL OR q.task = $4::text) "
+
+const char ADMIN_DASH_QUEUES_SQL[] =
+    "SELECT q.uuid AS queue_uuid, q.name AS queue_name, q.namespace, q.task, count(v.partition_id)::int8 AS partitions, "
+    "coalesce(sum(v.queue_consumed), 0)::int8 AS total_consumed "
+    "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER
+    "GROUP BY q.id ORDER BY q.name LIMIT 1000";
+
+const char ADMIN_DASH_COUNTS_SQL[] =
+    "SELECT m.*, l.* FROM "
+    "(SELECT coalesce(sum(v.total), 0)::int8 AS total, coalesce(sum(v.pending), 0)::int8 AS pending, "
+    "  coalesce(sum(v.processing), 0)::int8 AS processing, coalesce(sum(v.completed), 0)::int8 AS completed "
+    "  FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER ") m, "
+    "(SELECT count(DISTINCT c.lease_id)::int8 AS leases, count(*)::int8 AS leased_partitions, "
+    "  coalesce(sum(c.lease_end - c.lease_start), 0)::int8 AS leased_records, "
+    "  coalesce(sum(greatest(c.next_offset - c.lease_start, 0)), 0)::int8 AS acked_records "
+    "  FROM queen.queues q JOIN queen.cursors c ON c.queue_id = q.id "
+    "  WHERE c.lease_expires_at >= queen.now_us() AND" DASH_FILTER ") l";
+
+const char ADMIN_DASH_DLQ_SQL[] =
+    "SELECT count(*)::int8 AS dead_letters, count(DISTINCT d.partition_id)::int8 AS partitions, "
+    "(SELECT coalesce(json_agg(json_build_object('error', e.error, 'count', e.n) ORDER BY e.n DESC, e.error), '[]')::text "
+    "  FROM (SELECT coalesce(d2.error, '') AS error, count(*) AS n FROM queen.dead_letters d2 "
+    "        JOIN queen.queues q ON q.id = d2.queue_id WHERE d2.requeued_at IS NULL AND" DASH_FILTER
+    "        GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5) e) AS top_errors "
+    "FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE d.requeued_at IS NULL AND" DASH_FILTER;
+
+/* ---- configure (api_configure.c) --------------------------------------------------------- */
+
+/* The statement takes the queue's clock lock after writing its options (lock order: queue
+ * row, then clock; docs/lock-order.md); see api_configure.c. */
+const char ADMIN_CONFIGURE_SQL[] =
+    "WITH q AS (INSERT INTO queen.queues (tenant_id, name, namespace, task, options, configured) "
+    "  VALUES ($1::uuid, $2::text, $3::text, $4::text, $5::jsonb, true) "
+    "  ON CONFLICT (tenant_id, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task, "
+    "  options = excluded.options, configured = true, updated_at = now() RETURNING id, uuid), "
+    "c AS (INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM q ON CONFLICT DO NOTHING), "
+    "lk AS (SELECT x.queue_id FROM queen.queue_clocks x WHERE x.queue_id = (SELECT id FROM q) FOR UPDATE), "
+    "p AS (INSERT INTO queen.partitions (queue_id, name) SELECT id, 'Default' FROM q "
+    "  ON CONFLICT (queue_id, name) DO NOTHING RETURNING uuid) "
+    "SELECT q.uuid AS queue_uuid, coalesce((SELECT uuid FROM p), "
+    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')) AS partition_uuid, "
+    "  (SELECT count(*) FROM lk) AS locked FROM q";
 
 /* ---- messages ---------------------------------------------------------------------------- */
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "admin_results.h"
+#include "admin_statements.h"
 #include "messages_statements.h"
 #include "core/buf.h"
 #include "storage/record.h"
@@ -45,23 +46,14 @@
 
 #define ADMIN_QUEUE_MODE "__QUEUE_MODE__"
 
-/* SQL (binary results; parameters in text format). */
-extern const char ADMIN_GROUPS_SQL[];
-extern const char ADMIN_LAGGING_SQL[];
-extern const char ADMIN_GROUP_DETAIL_SQL[];
+/* SQL (binary results; parameters in text format). The statements of the groups, resources,
+ * dashboard and configure routes, with their result columns: admin_statements.h; of the message
+ * and dead-letter routes: messages_statements.h. */
 extern const char ADMIN_DELETE_GROUP_SQL[];
 extern const char ADMIN_SUBSCRIPTION_SQL[];
 extern const char ADMIN_SEEK_SQL[];
 extern const char ADMIN_DLQ_CLAIM_SQL[];
 extern const char ADMIN_DLQ_UNCLAIM_SQL[];
-extern const char ADMIN_OVERVIEW_SQL[];
-extern const char ADMIN_OVERVIEW_LAG_SQL[];
-extern const char ADMIN_QUEUES_SQL[];
-extern const char ADMIN_QUEUE_SQL[];
-extern const char ADMIN_QUEUE_GROUPS_SQL[];
-extern const char ADMIN_QUEUE_GROUP_TOTALS_SQL[];
-extern const char ADMIN_NAMESPACES_SQL[];
-extern const char ADMIN_TASKS_SQL[];
 extern const char ADMIN_DELETE_QUEUE_SQL[];
 extern const char ADMIN_DELETE_PARTITION_SQL[];
 extern const char ADMIN_LIST_MESSAGES_SQL[];

@@ -14,7 +14,7 @@
 
 #include "core/buf.h"
 #include "core/uuid.h"
-#include "db/results.h" /* db/statements.h after the merge of cols-a */
+#include "db/statements.h"
 
 /* ---- statements -------------------------------------------------------------------------- */
 

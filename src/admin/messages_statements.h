@@ -6,7 +6,7 @@
 #ifndef QUEEN_ADMIN_MESSAGES_STATEMENTS_H
 #define QUEEN_ADMIN_MESSAGES_STATEMENTS_H
 
-#include "db/results.h" /* db/statements.h after the merge of cols-a */
+#include "db/statements.h"
 
 /* $1 tenant, $2 queue: one row */
 extern const char ADMIN_QUEUE_EXISTS_SQL[];

@@ -8,25 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin/admin_statements.h"
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "crypto/seal.h"
 #include "queue/options.h"
 #include "storage/logread.h"
-
-static const char CONFIGURE_SQL[] =
-    "WITH q AS (INSERT INTO queen.queues (tenant_id, name, namespace, task, options, configured) "
-    "  VALUES ($1::uuid, $2::text, $3::text, $4::text, $5::jsonb, true) "
-    "  ON CONFLICT (tenant_id, name) DO UPDATE SET namespace = excluded.namespace, task = excluded.task, "
-    "  options = excluded.options, configured = true, updated_at = now() RETURNING id, uuid), "
-    "c AS (INSERT INTO queen.queue_clocks (queue_id) SELECT id FROM q ON CONFLICT DO NOTHING), "
-    "lk AS (SELECT x.queue_id FROM queen.queue_clocks x WHERE x.queue_id = (SELECT id FROM q) FOR UPDATE), "
-    "p AS (INSERT INTO queen.partitions (queue_id, name) SELECT id, 'Default' FROM q "
-    "  ON CONFLICT (queue_id, name) DO NOTHING RETURNING uuid) "
-    "SELECT q.uuid, coalesce((SELECT uuid FROM p), "
-    "  (SELECT x.uuid FROM queen.partitions x WHERE x.queue_id = q.id AND x.name = 'Default')), "
-    "  (SELECT count(*) FROM lk) FROM q";
 
 typedef struct cfg_ctx {
     db_req dbr;
@@ -128,7 +116,7 @@ void api_configure(http_req *r)
     c->values[3] = c->task;
     c->values[4] = buf_cstr(&c->optjson);
     c->dbr.nstmt = 1;
-    c->dbr.stmt[0] = (db_stmt){CONFIGURE_SQL, 5, c->values, NULL, NULL, 0};
+    c->dbr.stmt[0] = (db_stmt){ADMIN_CONFIGURE_SQL, 5, c->values, NULL, NULL, 0};
     c->dbr.done = on_configured;
     c->dbr.arg = c;
     http_async(r);

@@ -36,34 +36,6 @@ static int name_param(http_req *r, const char *name, const char **out)
 
 /* ---- GET /api/v1/resources/queues/:queue/depth[?group=] ---------------------------------- */
 
-/* $1 tenant, $2 queue: 0 rows = no such queue */
-static const char QUEUE_ID_SQL[] = "SELECT q.id FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text";
-
-/* Queue level, worst cursor first: what the least advanced reader of the partition (queue
- * mode or any group with a cursor there) has not retired; nothing read yet = the whole stored
- * range. $1 tenant, $2 queue, $3 limit */
-static const char DEPTH_QUEUE_SQL[] =
-    "SELECT p.name, p.next_offset - least(greatest(coalesce("
-    "  (SELECT min(c.next_offset) FROM queen.cursors c WHERE c.partition_id = p.id), p.start_offset),"
-    "  p.start_offset), p.next_offset) "
-    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $3::int8";
-
-/* One group: where it stands on each partition (queen.group_lag_v1: its cursor, else where its
- * subscription starts it); a group the queue has never seen starts at the stored start.
- * $1 tenant, $2 queue, $3 group, $4 limit */
-static const char DEPTH_GROUP_SQL[] =
-    "SELECT p.name, coalesce(g.offset_lag, p.next_offset - p.start_offset) "
-    "FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id "
-    "LEFT JOIN queen.group_lag_v1($1::uuid, $2::text, $3::text, 1) g ON g.partition_id = p.id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text ORDER BY p.name LIMIT $4::int8";
-
-/* The group's delivery policy on the queue (queen.group_policies): 1 row = conflates.
- * $1 tenant, $2 queue, $3 group */
-static const char DEPTH_POLICY_SQL[] =
-    "SELECT 1 FROM queen.group_policies gp JOIN queen.queues q ON q.id = gp.queue_id "
-    "WHERE q.tenant_id = $1::uuid AND q.name = $2::text AND gp.consumer_group = $3::text AND gp.conflation";
-
 static void on_depth(api_query *q, PGresult *const *res)
 {
     http_req *r = q->http;
@@ -116,21 +88,21 @@ void api_resources_queue_depth(http_req *r)
     if (name_param(r, "group", &group) < 0)
         return;
     api_query *q = api_query_new(r, on_depth, (void *)group);
-    int s = api_query_stmt(q, QUEUE_ID_SQL);
+    int s = api_query_stmt(q, ADMIN_QUEUE_ID_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_text(q, s, r->params[0]);
     if (group) {
-        s = api_query_stmt(q, DEPTH_GROUP_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_GROUP_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_text(q, s, group);
         api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
-        s = api_query_stmt(q, DEPTH_POLICY_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_POLICY_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_text(q, s, group);
     } else {
-        s = api_query_stmt(q, DEPTH_QUEUE_SQL);
+        s = api_query_stmt(q, ADMIN_DEPTH_QUEUE_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_text(q, s, r->params[0]);
         api_param_i64(q, s, DEPTH_MAX_PARTITIONS);
@@ -139,16 +111,6 @@ void api_resources_queue_depth(http_req *r)
 }
 
 /* ---- GET /api/v1/resources/partitions[?queue=&namespace=&task=&limit=&offset=] ----------- */
-
-/* $1 tenant, $2 queue, $3 namespace, $4 task, $5 limit, $6 offset */
-static const char PARTITIONS_SQL[] =
-    "SELECT v.uuid, v.name, q.name, q.namespace, q.task, v.created_us, v.total, v.pending, v.processing, v.completed, "
-    "(SELECT count(*) FROM queen.dead_letters d WHERE d.partition_id = v.partition_id AND d.requeued_at IS NULL)::int8, "
-    "v.start_offset, v.next_offset, v.last_ts, v.queue_consumed, v.lease_expires_at, count(*) OVER ()::int8 "
-    "FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id "
-    "WHERE q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) "
-    "AND ($3::text IS NULL OR q.namespace = $3::text) AND ($4::text IS NULL OR q.task = $4::text) "
-    "ORDER BY q.name, v.name LIMIT $5::int8 OFFSET $6::int8";
 
 typedef struct page_ctx {
     int64_t limit, offset;
@@ -207,7 +169,7 @@ void api_resources_partitions(http_req *r)
         api_query_int_or_respond(r, "offset", 0, 0, 1000000, &c->offset) < 0)
         return;
     api_query *q = api_query_new(r, on_partitions, c);
-    int s = api_query_stmt(q, PARTITIONS_SQL);
+    int s = api_query_stmt(q, ADMIN_PARTITIONS_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_text(q, s, queue);
     api_param_text(q, s, ns);
@@ -255,24 +217,9 @@ static int points_ok_or_respond(http_req *r, const range *g)
     return 0;
 }
 
-/* Records stored per bucket, by the stamps of their segments (the log's own clock), every
- * bucket of the range listed. Only partitions written since the range began are read (a
- * segment's stamp is at most its partition's last_ts), their segments through segments_ts
- * (partition_id, ts). $1 tenant, $2 from, $3 to, $4 bucket µs, $5 queue, $6 namespace,
- * $7 task */
-static const char SERIES_SQL[] =
-    "WITH s AS (SELECT s.ts - s.ts % $4::int8 AS t0, sum(s.record_count)::int8 AS n "
-    "  FROM queen.queues q JOIN queen.partitions p ON p.queue_id = q.id JOIN queen.segments s ON s.partition_id = p.id "
-    "  WHERE q.tenant_id = $1::uuid AND p.last_ts >= $2::int8 - $2::int8 % $4::int8 "
-    "  AND s.ts >= $2::int8 - $2::int8 % $4::int8 AND s.ts <= $3::int8 "
-    "  AND ($5::text IS NULL OR q.name = $5::text) AND ($6::text IS NULL OR q.namespace = $6::text) "
-    "  AND ($7::text IS NULL OR q.task = $7::text) GROUP BY 1) "
-    "SELECT g, coalesce(s.n, 0)::int8 FROM generate_series($2::int8 - $2::int8 % $4::int8, $3::int8, $4::int8) g "
-    "LEFT JOIN s ON s.t0 = g ORDER BY g";
-
 static int series_stmt(api_query *q, http_req *r, const range *g)
 {
-    int s = api_query_stmt(q, SERIES_SQL);
+    int s = api_query_stmt(q, ADMIN_SERIES_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_i64(q, s, g->from);
     api_param_i64(q, s, g->to);
@@ -290,36 +237,6 @@ static void iso_field(buf *b, const char *key, int64_t us)
 }
 
 /* ---- GET /api/v1/status ------------------------------------------------------------------ */
-
-/* $1 tenant, $5 queue, $6 namespace, $7 task (as SERIES_SQL; $2-$4 unused here) */
-#define DASH_FILTER                                                                                                  \
-    " q.tenant_id = $1::uuid AND ($2::text IS NULL OR q.name = $2::text) AND ($3::text IS NULL OR q.namespace = $3::text) " \
-    "AND ($4::text IS NULL OR q.task = $4::text) "
-
-static const char DASH_QUEUES_SQL[] =
-    "SELECT q.uuid, q.name, q.namespace, q.task, count(v.partition_id)::int8, coalesce(sum(v.queue_consumed), 0)::int8 "
-    "FROM queen.queues q LEFT JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER
-    "GROUP BY q.id ORDER BY q.name LIMIT 1000";
-
-/* message counts (0-3), then live leases (4-7): distinct leases, partitions under one, records
- * leased, records of them acked */
-static const char DASH_COUNTS_SQL[] =
-    "SELECT m.*, l.* FROM "
-    "(SELECT coalesce(sum(v.total), 0)::int8, coalesce(sum(v.pending), 0)::int8, coalesce(sum(v.processing), 0)::int8, "
-    "  coalesce(sum(v.completed), 0)::int8 "
-    "  FROM queen.queues q JOIN queen.partition_counts_v1 v ON v.queue_id = q.id WHERE" DASH_FILTER ") m, "
-    "(SELECT count(DISTINCT c.lease_id)::int8, count(*)::int8, coalesce(sum(c.lease_end - c.lease_start), 0)::int8, "
-    "  coalesce(sum(greatest(c.next_offset - c.lease_start, 0)), 0)::int8 "
-    "  FROM queen.queues q JOIN queen.cursors c ON c.queue_id = q.id "
-    "  WHERE c.lease_expires_at >= queen.now_us() AND" DASH_FILTER ") l";
-
-static const char DASH_DLQ_SQL[] =
-    "SELECT count(*)::int8, count(DISTINCT d.partition_id)::int8, "
-    "(SELECT coalesce(json_agg(json_build_object('error', e.error, 'count', e.n) ORDER BY e.n DESC, e.error), '[]')::text "
-    "  FROM (SELECT coalesce(d2.error, '') AS error, count(*) AS n FROM queen.dead_letters d2 "
-    "        JOIN queen.queues q ON q.id = d2.queue_id WHERE d2.requeued_at IS NULL AND" DASH_FILTER
-    "        GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5) e) "
-    "FROM queen.dead_letters d JOIN queen.queues q ON q.id = d.queue_id WHERE d.requeued_at IS NULL AND" DASH_FILTER;
 
 static double uptime_s(const app *a)
 {
@@ -475,9 +392,9 @@ void api_status_page(http_req *r)
         return;
     api_query *q = api_query_new(r, on_status_page, g);
     series_stmt(q, r, g);
-    filter_params(q, api_query_stmt(q, DASH_QUEUES_SQL), r, g);
-    filter_params(q, api_query_stmt(q, DASH_COUNTS_SQL), r, g);
-    filter_params(q, api_query_stmt(q, DASH_DLQ_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_QUEUES_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_COUNTS_SQL), r, g);
+    filter_params(q, api_query_stmt(q, ADMIN_DASH_DLQ_SQL), r, g);
     api_query_submit(q);
 }
 

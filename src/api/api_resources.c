@@ -139,12 +139,6 @@ void api_status_queues(http_req *r)
 
 /* ---- GET /api/v1/resources/queues/:queue, GET /api/v1/status/queues/:queue --------------- */
 
-enum {
-    QC_UUID, QC_NAME, QC_NS, QC_TASK, QC_CREATED, QC_OPTIONS, QC_CONFIGURED, PC_UUID, PC_NAME, PC_CREATED, PC_TOTAL,
-    PC_COMPLETED, PC_PROCESSING, PC_PENDING, PC_START, PC_NEXT, PC_LAST_TS, PC_OLDEST, PC_DEAD, PC_FAILED,
-    PC_CONSUMED, PC_LEASE_EXP, PC_ID, PC_HAS_QM
-};
-
 typedef struct queue_ctx {
     const char *queue;
     int status_view; /* the dashboard's /api/v1/status/queues/:queue shape */

@@ -4,7 +4,7 @@
 #ifndef QUEEN_SINK_SINKDB_RESULTS_H
 #define QUEEN_SINK_SINKDB_RESULTS_H
 
-#include "db/results.h"
+#include "db/statements.h"
 
 /* queen.sink_clock_v1: one row, none when the queue does not exist */
 #define SINK_CLOCK_V1_COLUMNS(X)                                                                               \

@@ -13,7 +13,7 @@
 
 #include "core/buf.h"
 #include "db/pgarray.h"
-#include "db/results.h" /* db/statements.h after the merge of cols-a */
+#include "db/statements.h"
 #include "readreq.h"
 #include "record.h"
 

@@ -1,8 +1,9 @@
 /* The column lists C reads stored functions' results by (db/results.h, one header beside each
  * caller) against the functions themselves, on real PostgreSQL: a private cluster started with
- * the broker's embedded-PostgreSQL code, the schema applied. For every function C calls, the
- * list must be the function's result exactly — names, types, order, count — so a column added,
- * dropped, moved or retyped in src/db/functions/ fails here instead of shifting what C reads.
+ * the broker's embedded-PostgreSQL code, the schema applied (support/pgtest.c). For every
+ * function C calls, the list must be the function's result exactly — names, types, order,
+ * count — so a column added, dropped, moved or retyped in src/db/functions/ fails here instead
+ * of shifting what C reads. (Statements of C's own: test_db_statements.c.)
  * And every function the C sources name must be either listed here or one that C only calls
  * inside a statement of its own (whose columns it names next to the SQL text). */
 #include <setjmp.h>
@@ -23,16 +24,13 @@
 #include "admin/admin_results.h"
 #include "api/txn_results.h"
 #include "consume/consume_results.h"
-#include "core/log.h"
-#include "db/embedded.h"
-#include "db/migrate.h"
 #include "kv/kv_results.h"
 #include "cp/cp_results.h"
-#include "queue/options.h"
 #include "sink/sinkdb_results.h"
 #include "storage/storage_results.h"
 #include "streams/streams_results.h"
 #include "timers/timer_results.h"
+#include "support/pgtest.h"
 
 typedef struct shape {
     const char *function;
@@ -107,49 +105,22 @@ static const char *const INSIDE[] = {
     "partition_uuid_v1", /* a framed pop's u64 partition id as the uuid, inside the trace statements */
 };
 
-static embedded_pg g_emb;
-static char g_dir[64];
+static pgtest g_pg;
 static PGconn *g_c;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
 
 static int setup(void **state)
 {
     (void)state;
-    log_setup(LOG_WARN, LOG_FORMAT_TEXT);
-    snprintf(g_dir, sizeof g_dir, "/tmp/queen-results-XXXXXX");
-    if (!mkdtemp(g_dir))
+    if (pgtest_start(&g_pg, "results") < 0)
         return -1;
-    chmod(g_dir, 0755);
-    if (embedded_start(&g_emb, g_dir, NULL) < 0)
-        return -1;
-    g_c = PQconnectdb(g_emb.conninfo);
-    if (PQstatus(g_c) != CONNECTION_OK)
-        return -1;
-    buf defaults;
-    buf_init(&defaults, 0);
-    queue_options_defaults_json(&defaults);
-    qerr_detail err;
-    int rc = migrate_apply(g_c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
-    buf_free(&defaults);
-    if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err.text);
-    return rc;
+    g_c = g_pg.conn;
+    return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    PQfinish(g_c);
-    embedded_stop(&g_emb);
-    embedded_free(&g_emb);
-    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    pgtest_stop(&g_pg);
     return 0;
 }
 
