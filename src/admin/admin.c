@@ -317,6 +317,14 @@ const char ADMIN_MESSAGE_DEAD_SQL[] =
     "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid AND (d.txn_id = $3::text OR d.off = $4::int8) "
     "ORDER BY d.id DESC LIMIT 100";
 
+/* DELETE /api/v1/messages/:p/:t: $1 tenant, $2 partition uuid, $3 offset, $4 transactionId
+ * (MESSAGE_DELETE_V1_COLUMNS). */
+const char ADMIN_MESSAGE_DELETE_SQL[] = "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)";
+/* A codec-1 segment replaced by its codec-0 re-encoding before a delete: $1 partition id, $2
+ * the segment's last offset, $3 the re-encoded bytes (binary). No result. */
+const char ADMIN_SEGMENT_FLATTEN_SQL[] =
+    "UPDATE queen.segments SET data = $3 WHERE partition_id = $1 AND last_offset = $2 AND get_byte(data, 0) = 2";
+
 /* ---- metrics ----------------------------------------------------------------------------- */
 
 /* $1 limit */

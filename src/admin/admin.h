@@ -58,6 +58,8 @@ extern const char ADMIN_DELETE_QUEUE_SQL[];
 extern const char ADMIN_DELETE_PARTITION_SQL[];
 extern const char ADMIN_LIST_MESSAGES_SQL[];
 extern const char ADMIN_MESSAGE_FIND_SQL[];
+extern const char ADMIN_MESSAGE_DELETE_SQL[];
+extern const char ADMIN_SEGMENT_FLATTEN_SQL[];
 extern const char ADMIN_METRICS_LAG_SQL[];
 
 /* The status of a record (GET /api/v1/messages). One rule, used by the decoder and mirrored

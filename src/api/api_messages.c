@@ -5,8 +5,10 @@
  * Records live in segments that only C can decode. The list is one call of
  * queen.list_messages_v1, which counts matching records per segment from offsets (so it can
  * skip whole segments for `offset`) and returns the page's segments with each partition's
- * cursor positions and dead-lettered offsets; the decoder below gives each record its status
- * by the same rule (admin_record_status) and cuts the page.
+ * cursor positions and dead-lettered offsets; the decoder (answer_messages_list,
+ * admin/answers_messages.c, pure) gives each record its status by the same rule
+ * (admin_record_status) and cuts the page. This file submits the statements and sends what
+ * the writers there write.
  *
  * A single record is found without scanning when possible: a message id names its offset, a
  * producer transactionId is in the dedup window's index, a dead letter or a live lease names
@@ -21,7 +23,6 @@
 #include "core/timeutil.h"
 #include "core/util.h"
 #include "core/uuid.h"
-#include "queue/options.h"
 
 /* ---- GET /api/v1/messages ---------------------------------------------------------------- */
 
@@ -330,13 +331,12 @@ static void on_delete_found(api_query *q, PGresult *const *res)
         /* records inside a producer's zstd frame cannot be marked one by one: the segment becomes
          * codec 0 first (the same records; only a codec-1 segment is replaced, so a concurrent
          * delete that did this already is left alone) */
-        int f0 = api_query_stmt(d, "UPDATE queen.segments SET data = $3 WHERE partition_id = $1 AND last_offset = $2 "
-                                   "AND get_byte(data, 0) = 2");
+        int f0 = api_query_stmt(d, ADMIN_SEGMENT_FLATTEN_SQL);
         api_param_i64(d, f0, pid);
         api_param_i64(d, f0, flat_last);
         api_param_bytes(d, f0, flat, flat_len);
     }
-    int s = api_query_stmt(d, "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)");
+    int s = api_query_stmt(d, ADMIN_MESSAGE_DELETE_SQL);
     api_param_uuid(d, s, r->tenant);
     api_param_uuid(d, s, c->part);
     api_param_i64(d, s, off);
