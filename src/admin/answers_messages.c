@@ -66,9 +66,30 @@ static int is_dead(page *pg, int64_t pid, int64_t off)
     return pg->ndead && bsearch(&key, pg->dead, (size_t)pg->ndead, sizeof key, cmp_pid_off) != NULL;
 }
 
-/* "queue/partition" as one JSON string */
-static void queue_path_json(buf *b, const char *qn, size_t ql, const char *pn, size_t pl)
+/* Where a record's partition, queue, namespace and task are in a row */
+typedef struct head_cols {
+    int puuid, queue, partition, ns, task;
+} head_cols;
+static const head_cols LIST_HEAD = {LM_PUUID, LM_QNAME, LM_PNAME, LM_NS, LM_TASK};
+static const head_cols ONE_HEAD = {MSG_PART_UUID, MSG_PART_QUEUE, MSG_PART_NAME, MSG_PART_NS, MSG_PART_TASK};
+
+/* The fields a listed record and one record both start with: id (the message id of partition
+ * pid at the record's offset), transactionId, partitionId, queuePath ("queue/partition"),
+ * queue, partition, namespace, task. Opens the object. */
+static void record_head_json(buf *b, int64_t pid, const record_view *v, const PGresult *x, int row,
+                             const head_cols *c)
 {
+    uuid mid;
+    uuid_message_id((uint64_t)pid, v->offset, &mid);
+    char ms[37], pu[37], txn[512];
+    uuid_format(&mid, ms);
+    res_uuid(x, row, c->puuid, pu);
+    size_t tl = record_txn_text(v, txn, sizeof txn);
+    buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
+    jw_string(b, txn, tl);
+    buf_printf(b, ",\"partitionId\":\"%s\",\"queuePath\":", pu);
+    size_t ql, pl;
+    const char *qn = res_text(x, row, c->queue, &ql), *pn = res_text(x, row, c->partition, &pl);
     buf qp;
     buf_init(&qp, 0);
     buf_append(&qp, qn, ql);
@@ -76,6 +97,14 @@ static void queue_path_json(buf *b, const char *qn, size_t ql, const char *pn, s
     buf_append(&qp, pn, pl);
     jw_string(b, qp.data, qp.len);
     buf_free(&qp);
+    buf_puts(b, ",\"queue\":");
+    jw_string(b, qn, ql);
+    buf_puts(b, ",\"partition\":");
+    jw_string(b, pn, pl);
+    buf_puts(b, ",\"namespace\":");
+    res_json_str(b, x, row, c->ns);
+    buf_puts(b, ",\"task\":");
+    res_json_str(b, x, row, c->task);
 }
 
 static void trace_or_null(buf *b, const record_view *v)
@@ -102,26 +131,7 @@ static void record_list_json(buf *b, page *pg, const list_part *p, const record_
 {
     const PGresult *x = pg->res;
     int row = p->row;
-    uuid mid;
-    uuid_message_id((uint64_t)p->id, v->offset, &mid);
-    char ms[37], pu[37], txn[512];
-    uuid_format(&mid, ms);
-    res_uuid(x, row, LM_PUUID, pu);
-    size_t tl = record_txn_text(v, txn, sizeof txn);
-    buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
-    jw_string(b, txn, tl);
-    buf_printf(b, ",\"partitionId\":\"%s\",\"queuePath\":", pu);
-    size_t ql, pl;
-    const char *qn = res_text(x, row, LM_QNAME, &ql), *pn = res_text(x, row, LM_PNAME, &pl);
-    queue_path_json(b, qn, ql, pn, pl);
-    buf_puts(b, ",\"queue\":");
-    jw_string(b, qn, ql);
-    buf_puts(b, ",\"partition\":");
-    jw_string(b, pn, pl);
-    buf_puts(b, ",\"namespace\":");
-    res_json_str(b, x, row, LM_NS);
-    buf_puts(b, ",\"task\":");
-    res_json_str(b, x, row, LM_TASK);
+    record_head_json(b, p->id, v, x, row, &LIST_HEAD);
     int consumed = 0;
     for (int k = 0; k < p->bus_n; k++)
         consumed += (int64_t)v->offset < pg->bus[p->bus_from + k].off;
@@ -381,26 +391,7 @@ int answer_message(buf *b, msg_lookup *c, const PGresult *pi, const PGresult *f,
     }
     enum rec_status st = admin_record_status(off, done, live_end, dead);
 
-    char pu[37], ms[37], txn[512];
-    res_uuid(pi, 0, MSG_PART_UUID, pu);
-    uuid mid;
-    uuid_message_id((uint64_t)pid, (uint64_t)off, &mid);
-    uuid_format(&mid, ms);
-    size_t tl = record_txn_text(&v, txn, sizeof txn);
-    size_t ql, pl;
-    const char *qn = res_text(pi, 0, MSG_PART_QUEUE, &ql), *pn = res_text(pi, 0, MSG_PART_NAME, &pl);
-    buf_printf(b, "{\"id\":\"%s\",\"transactionId\":", ms);
-    jw_string(b, txn, tl);
-    buf_printf(b, ",\"partitionId\":\"%s\",\"queuePath\":", pu);
-    queue_path_json(b, qn, ql, pn, pl);
-    buf_puts(b, ",\"queue\":");
-    jw_string(b, qn, ql);
-    buf_puts(b, ",\"partition\":");
-    jw_string(b, pn, pl);
-    buf_puts(b, ",\"namespace\":");
-    res_json_str(b, pi, 0, MSG_PART_NS);
-    buf_puts(b, ",\"task\":");
-    res_json_str(b, pi, 0, MSG_PART_TASK);
+    record_head_json(b, pid, &v, pi, 0, &ONE_HEAD);
     buf_printf(b, ",\"offset\":%lld,\"status\":\"%s\",\"payload\":", (long long)off, admin_status_name(st));
     admin_payload_json(b, &v);
     buf_printf(b, ",\"isEncrypted\":%s,\"traceId\":", (v.flags & REC_ENCRYPTED) ? "true" : "false");
