@@ -31,17 +31,21 @@ typedef struct list_ctx {
     messages_page pg;
 } list_ctx;
 
+/* the statements of the list, in order: the page; whether the queue exists (a queue asked for) */
+enum { LIST_STMT_PAGE, LIST_STMT_QUEUE_EXISTS };
+
 static void on_messages(api_query *q, PGresult *const *res)
 {
     list_ctx *c = q->arg;
     http_req *r = q->http;
-    if (c->queue && res[1] && PQntuples(res[1]) == 1 && !res_bool(res[1], 0, QUEUE_EXISTS)) {
+    const PGresult *ex = c->queue ? res[LIST_STMT_QUEUE_EXISTS] : NULL;
+    if (ex && PQntuples(ex) == 1 && !res_bool(ex, 0, QUEUE_EXISTS)) {
         http_respond_error(r, 404, "queue not found: %s", c->queue);
         return;
     }
     buf b;
     buf_init(&b, 0);
-    if (answer_messages_list(&b, res[0], &c->pg) < 0) {
+    if (answer_messages_list(&b, res[LIST_STMT_PAGE], &c->pg) < 0) {
         buf_free(&b);
         http_respond_error(r, 500, "a stored segment could not be decoded");
         return;
@@ -109,6 +113,7 @@ void api_messages_list(http_req *r)
 typedef struct get_ctx {
     uint8_t part[16];
     msg_lookup l;
+    int st_part, st_find, st_cursors, st_dead; /* the statements' places in the request (record_query) */
     api_locate_fn located; /* api_message_locate */
     void *located_arg;
 } get_ctx;
@@ -117,14 +122,14 @@ static void on_message(api_query *q, PGresult *const *res)
 {
     get_ctx *c = q->arg;
     http_req *r = q->http;
-    if (PQntuples(res[0]) == 0) {
+    if (PQntuples(res[c->st_part]) == 0) {
         msg_lookup_free(&c->l);
         http_respond_error(r, 404, "partition not found: %s", r->params[0]);
         return;
     }
     buf b;
     buf_init(&b, 0);
-    int rc = answer_message(&b, &c->l, res[0], res[1], res[2], res[3]);
+    int rc = answer_message(&b, &c->l, res[c->st_part], res[c->st_find], res[c->st_cursors], res[c->st_dead]);
     msg_lookup_free(&c->l);
     if (rc < 0)
         http_respond_error(r, 500, "a stored segment could not be decoded");
@@ -135,8 +140,8 @@ static void on_message(api_query *q, PGresult *const *res)
     buf_free(&b);
 }
 
-/* The statements that find one record of partition pu: 0 its partition, 1 the segments that
- * may hold it, 2 the partition's cursors (with_cursors), then its dead letters. */
+/* The statements that find one record of partition pu: its partition, the segments that may
+ * hold it, the partition's cursors (with_cursors), its dead letters; their places in c. */
 static get_ctx *record_query(http_req *r, const uuid *pu_in, const char *txn, size_t txn_len, api_query_fn done,
                              int with_cursors, api_query **out)
 {
@@ -148,10 +153,10 @@ static get_ctx *record_query(http_req *r, const uuid *pu_in, const char *txn, si
     msg_lookup_init(l, txn, txn_len);
     int64_t v7 = admin_uuid_v7_time_us(l->txn, l->txn_len);
     api_query *q = api_query_new(r, done, c);
-    int s = api_query_stmt(q, ADMIN_MESSAGE_PARTITION_SQL);
+    int s = c->st_part = api_query_stmt(q, ADMIN_MESSAGE_PARTITION_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
-    s = api_query_stmt(q, ADMIN_MESSAGE_FIND_SQL);
+    s = c->st_find = api_query_stmt(q, ADMIN_MESSAGE_FIND_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
     api_param_text(q, s, l->txn);
@@ -168,12 +173,13 @@ static get_ctx *record_query(http_req *r, const uuid *pu_in, const char *txn, si
         api_param_null(q, s);
     api_param_i64(q, s, ADMIN_FIND_MAX_SEGMENTS);
     api_param_i64(q, s, ADMIN_FIND_MAX_BYTES);
+    c->st_cursors = -1;
     if (with_cursors) {
-        s = api_query_stmt(q, ADMIN_MESSAGE_CURSORS_SQL);
+        s = c->st_cursors = api_query_stmt(q, ADMIN_MESSAGE_CURSORS_SQL);
         api_param_uuid(q, s, r->tenant);
         api_param_uuid(q, s, pu.b);
     }
-    s = api_query_stmt(q, ADMIN_MESSAGE_DEAD_SQL);
+    s = c->st_dead = api_query_stmt(q, ADMIN_MESSAGE_DEAD_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
     api_param_text(q, s, l->txn);
@@ -199,7 +205,7 @@ static void on_located(api_query *q, PGresult *const *res)
 {
     get_ctx *c = q->arg;
     http_req *r = q->http;
-    PGresult *pi = res[0], *f = res[1], *dl = res[2];
+    PGresult *pi = res[c->st_part], *f = res[c->st_find], *dl = res[c->st_dead];
     if (PQntuples(pi) == 0) {
         msg_lookup_free(&c->l);
         c->located(r, c->located_arg, -2);
@@ -266,7 +272,7 @@ static void on_delete_found(api_query *q, PGresult *const *res)
 {
     get_ctx *c = q->arg;
     http_req *r = q->http;
-    PGresult *pi = res[0], *f = res[1], *dl = res[2];
+    PGresult *pi = res[c->st_part], *f = res[c->st_find], *dl = res[c->st_dead];
     if (PQntuples(pi) == 0) {
         msg_lookup_free(&c->l);
         respond_deleted(r, 0);

@@ -139,10 +139,15 @@ static void status_body(http_req *r, PGresult *queues, PGresult *streams, const 
     buf_free(&b);
 }
 
+/* the statements of GET /status, in order: the tenant's clocks ticked, its queues
+ * (STATUS_QUEUES_COLUMNS, text), its streaming queries with their state rows (docs/streams.md) */
+enum { STATUS_STMT_TICK, STATUS_STMT_QUEUES, STATUS_STMT_STREAMS, STATUS_NSTMT };
+static const char STATUS_STREAMS_SQL[] = "SELECT * FROM queen.streams_state_rows_v1($1::uuid)";
+
 static void on_status(db_req *d)
 {
     ops_ctx *c = d->arg;
-    PGresult *q = d->res[1];
+    PGresult *q = d->res[STATUS_STMT_QUEUES];
     const char *dberr = NULL;
     if (d->err != DB_OK && !q) {
         int status;
@@ -150,7 +155,7 @@ static void on_status(db_req *d)
         api_db_error_status(d, &status, &code, &dberr);
         api_log_db_error(c->http, d);
     }
-    PGresult *sq = d->res[2];
+    PGresult *sq = d->res[STATUS_STMT_STREAMS];
     status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL,
                 sq && PQresultStatus(sq) == PGRES_TUPLES_OK ? sq : NULL, dberr);
     db_req_clear(d);
@@ -165,11 +170,10 @@ void api_status(http_req *r)
     /* the queues of the request's tenant only (another tenant's names are its data) */
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
-    c->dbr.nstmt = 3;
-    c->dbr.stmt[0] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
-    c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
-    /* the tenant's streaming queries with their state rows (docs/streams.md) */
-    c->dbr.stmt[2] = (db_stmt){"SELECT * FROM queen.streams_state_rows_v1($1::uuid)", 1, c->values, NULL, NULL, 0};
+    c->dbr.nstmt = STATUS_NSTMT;
+    c->dbr.stmt[STATUS_STMT_TICK] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
+    c->dbr.stmt[STATUS_STMT_QUEUES] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
+    c->dbr.stmt[STATUS_STMT_STREAMS] = (db_stmt){STATUS_STREAMS_SQL, 1, c->values, NULL, NULL, 0};
     c->dbr.done = on_status;
     c->dbr.arg = c;
     http_async(r);

@@ -413,12 +413,15 @@ typedef struct page_ctx {
     int64_t limit, offset;
 } page_ctx;
 
+/* the statements of a paged read, in order: the page, then the total */
+enum { PAGE_STMT_ROWS, PAGE_STMT_COUNT };
+
 static void on_name_traces(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
     buf b;
     buf_init(&b, 0);
-    answer_traces_by_name(&b, res[0], res[1], c->limit, c->offset);
+    answer_traces_by_name(&b, res[PAGE_STMT_ROWS], res[PAGE_STMT_COUNT], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -458,7 +461,7 @@ static void on_names(api_query *q, PGresult *const *res)
     page_ctx *c = q->arg;
     buf b;
     buf_init(&b, 0);
-    answer_trace_names(&b, res[0], res[1], c->limit, c->offset);
+    answer_trace_names(&b, res[PAGE_STMT_ROWS], res[PAGE_STMT_COUNT], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
