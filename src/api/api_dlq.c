@@ -3,9 +3,9 @@
  * DELETE /api/v1/dlq/:id.
  *
  * A dead letter keeps its own copy of the record's bytes (one encoded record, see
- * storage/record.h); it is decoded here in C, as the log's segments are. Paging applies
- * LIMIT/OFFSET to rows (the earlier release applied them after aggregation, so any offset
- * returned nothing). */
+ * storage/record.h); it is decoded in C, as the log's segments are (the answers' JSON:
+ * admin/answers_messages.c, pure). Paging applies LIMIT/OFFSET to rows (the earlier release
+ * applied them after aggregation, so any offset returned nothing). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
