@@ -77,7 +77,7 @@ $(eval $(call variant,asan))
 
 UNIT_BINS := $(patsubst tests/unit/%.c,build/asan/tests/%,$(UNIT_SRC))
 # the unit tests that start a private PostgreSQL link tests/unit/support/pgtest.c
-PGTEST_BINS := test_db_results test_db_statements
+PGTEST_BINS := test_db_results test_db_statements test_kv_sync test_lockorder
 $(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGTEST_BINS))): tests/unit/support/pgtest.c \
   tests/unit/support/pgtest.h
 # the unit tests that build results in memory (no server) link tests/unit/support/pgres.c

@@ -288,6 +288,9 @@ extern const char ADMIN_CONFIGURE_SQL[];
     X(CFG_LOCKED, locked, int8)
 enum admin_configure_col { ADMIN_CONFIGURE_COLUMNS(DB_COL_ENUM) CFG_NCOLS };
 
+/* The message and dead-letter statements of admin.c (api_messages.c, api_dlq.c) are named in
+ * messages_statements.h (MESSAGES_STATEMENTS). */
+
 /* Every statement above with its list, for tests/unit/test_db_statements.c. */
 #define ADMIN_STATEMENTS(S)                                                                                    \
     S(ADMIN_GROUPS_SQL, ADMIN_GROUPS_COLUMNS)                                                                  \

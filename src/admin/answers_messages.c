@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/app.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "db/res.h"
 #include "json/json.h"
 #include "queue/options.h"
 #include "storage/logread.h"

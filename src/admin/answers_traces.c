@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "admin/admin.h"
-#include "api/app.h"
 #include "core/util.h"
+#include "db/res.h"
 
 /* The partitions' key shares (what the foreign key takes anyway) are taken in partition-id
  * order, as every deletion takes them. */

@@ -432,63 +432,6 @@ void api_query_submit(api_query *q)
         api_respond_db_error(q->http, &q->dbr);
 }
 
-/* ---- binary results ---------------------------------------------------------------------- */
-
-int res_null(const PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col);
-}
-
-int64_t res_i64(const PGresult *r, int row, int col)
-{
-    return db_get_i64(r, row, col);
-}
-
-double res_f64(const PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8)
-        return 0;
-    uint64_t u = be_get64((const uint8_t *)PQgetvalue(r, row, col));
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-int res_bool(const PGresult *r, int row, int col)
-{
-    return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] != 0;
-}
-
-const char *res_text(const PGresult *r, int row, int col, size_t *len)
-{
-    if (PQgetisnull(r, row, col)) {
-        if (len)
-            *len = 0;
-        return "";
-    }
-    if (len)
-        *len = (size_t)PQgetlength(r, row, col);
-    return PQgetvalue(r, row, col);
-}
-
-void res_uuid(const PGresult *r, int row, int col, char out[37])
-{
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 16) {
-        out[0] = '\0';
-        return;
-    }
-    format_uuid_text((const uint8_t *)PQgetvalue(r, row, col), out);
-}
-
-void res_json_str(buf *b, const PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col)) {
-        buf_puts(b, "null");
-        return;
-    }
-    jw_string(b, PQgetvalue(r, row, col), (size_t)PQgetlength(r, row, col));
-}
-
 int api_partition_ref(const char *s, size_t n, uuid *out)
 {
     return ack_partition_ref(s, n, out);

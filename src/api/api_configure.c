@@ -1,13 +1,16 @@
 /* api_configure.c — POST /api/v1/configure: create or reconfigure a queue (full overwrite of
  * its options, namespace and task), and make sure its Default partition exists.
  *
- * The statement takes the queue's clock lock after writing its options (lock order: queue
- * row, then clock; docs/lock-order.md). A push reads encryptionEnabled under that lock
- * (push_v1 step 2a), so every push that commits after this configure has seen its options:
- * none of them stores plaintext in a queue this configure encrypted (docs/encryption.md). */
+ * The statement (ADMIN_CONFIGURE_SQL in admin/admin.c, its columns in admin_statements.h; the
+ * answer's JSON in admin/answers_resources.c) takes the queue's clock lock after writing its
+ * options (lock order: queue row, then clock; docs/lock-order.md). A push reads
+ * encryptionEnabled under that lock (push_v1 step 2a), so every push that commits after this
+ * configure has seen its options: none of them stores plaintext in a queue this configure
+ * encrypted (docs/encryption.md). */
 #include <stdio.h>
 #include <string.h>
 
+#include "admin/admin_answers.h"
 #include "admin/admin_statements.h"
 #include "app.h"
 #include "core/timeutil.h"
@@ -42,22 +45,7 @@ static void on_configured(db_req *d)
     sealq_set(pusher_sealq(a->push), r->tenant, c->queue, c->queue_len, c->opts.encryption_enabled != 0, mono_ms());
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"configured\":true,\"queueId\":");
-    jw_cstr(&b, PQgetvalue(d->res[0], 0, 0));
-    buf_puts(&b, ",\"partitionId\":");
-    if (PQgetisnull(d->res[0], 0, 1))
-        buf_puts(&b, "null");
-    else
-        jw_cstr(&b, PQgetvalue(d->res[0], 0, 1));
-    buf_puts(&b, ",\"queue\":");
-    jw_cstr(&b, c->queue);
-    buf_puts(&b, ",\"namespace\":");
-    jw_cstr(&b, c->ns);
-    buf_puts(&b, ",\"task\":");
-    jw_cstr(&b, c->task);
-    buf_puts(&b, ",\"options\":");
-    buf_append(&b, c->optjson.data, c->optjson.len);
-    buf_putc(&b, '}');
+    answer_configured(&b, d->res[0], c->queue, c->ns, c->task, c->optjson.data, c->optjson.len);
     db_req_clear(d);
     buf_free(&c->optjson);
     http_respond_json(r, 200, &b);

@@ -1,7 +1,8 @@
 /* api_dashboard.c — the rest of the 2.x admin reads (docs/http-api.md, "Depth, partitions,
  * status and analytics"): a queue's depth per partition, the partition listing, the dashboard
  * status page, the analytics page, and what this node can say about itself in the shape of
- * the system and worker metrics series.
+ * the system and worker metrics series. Parsing and status here; the answers' JSON in
+ * admin/answers_dashboard.c.
  *
  * Counts come from offsets (queen.partition_counts_v1, cursors), as everywhere in the admin
  * surface. Time series come from what the log keeps: the records stored per segment stamp
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin/admin.h"
+#include "admin/admin_answers.h"
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -44,40 +46,9 @@ static void on_depth(api_query *q, PGresult *const *res)
         http_respond_error_code(r, 404, "queue_not_found", "Queue not found: %s", r->params[0]);
         return;
     }
-    PGresult *x = res[1];
-    int64_t pending = 0, parts = 0;
-    buf list;
-    buf_init(&list, 0);
-    for (int i = 0; i < PQntuples(x); i++) {
-        int64_t n = res_i64(x, i, 1);
-        if (n < 0)
-            n = 0;
-        pending += n;
-        parts += n > 0;
-        if (i)
-            buf_putc(&list, ',');
-        buf_puts(&list, "{\"partition\":");
-        res_json_str(&list, x, i, 0);
-        buf_printf(&list, ",\"pending\":%lld}", (long long)n);
-    }
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"queue\":");
-    jw_cstr(&b, r->params[0]);
-    buf_puts(&b, ",\"group\":");
-    if (group)
-        jw_cstr(&b, group);
-    else
-        buf_puts(&b, "null");
-    /* a conflating group hands out one record per partition that owes work: its work depth is
-     * partitionsPending; any other's is its log depth (no group named: queue level, no policy) */
-    int conf = group && PQntuples(res[2]) > 0;
-    buf_printf(&b, ",\"pending\":%lld,\"partitionsPending\":%lld,\"conflation\":%s,\"effectivePending\":%lld,"
-                   "\"partitions\":[",
-               (long long)pending, (long long)parts, conf ? "true" : "false", (long long)(conf ? parts : pending));
-    buf_append(&b, list.data, list.len);
-    buf_puts(&b, "]}");
-    buf_free(&list);
+    answer_depth(&b, res[1], group ? res[2] : NULL, r->params[0], group);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -119,43 +90,9 @@ typedef struct page_ctx {
 static void on_partitions(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
-    PGresult *x = res[0];
-    int n = PQntuples(x);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"partitions\":[");
-    for (int i = 0; i < n; i++) {
-        char id[37];
-        res_uuid(x, i, 0, id);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"name\":", id);
-        res_json_str(&b, x, i, 1);
-        buf_puts(&b, ",\"queue\":");
-        res_json_str(&b, x, i, 2);
-        buf_puts(&b, ",\"namespace\":");
-        res_json_str(&b, x, i, 3);
-        buf_puts(&b, ",\"task\":");
-        res_json_str(&b, x, i, 4);
-        buf_puts(&b, ",\"createdAt\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 5));
-        buf_printf(&b, ",\"messages\":{\"total\":%lld,\"pending\":%lld,\"processing\":%lld,\"completed\":%lld,"
-                       "\"deadLetter\":%lld},\"startOffset\":%lld,\"endOffset\":%lld,\"totalConsumed\":%lld,"
-                       "\"lastActivity\":",
-                   (long long)res_i64(x, i, 6), (long long)res_i64(x, i, 7), (long long)res_i64(x, i, 8),
-                   (long long)res_i64(x, i, 9), (long long)res_i64(x, i, 10), (long long)res_i64(x, i, 11),
-                   (long long)res_i64(x, i, 12), (long long)res_i64(x, i, 14));
-        admin_iso_us_or_null(&b, res_i64(x, i, 13));
-        buf_puts(&b, ",\"leaseExpiresAt\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 15));
-        buf_putc(&b, '}');
-    }
-    buf_printf(&b, "],\"pagination\":{\"limit\":%lld,\"offset\":%lld,\"total\":", (long long)c->limit,
-               (long long)c->offset);
-    if (n > 0)
-        buf_printf(&b, "%lld}}", (long long)res_i64(x, 0, 16));
-    else
-        buf_puts(&b, "null}}");
+    answer_partitions(&b, res[0], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -230,12 +167,6 @@ static int series_stmt(api_query *q, http_req *r, const range *g)
     return s;
 }
 
-static void iso_field(buf *b, const char *key, int64_t us)
-{
-    buf_printf(b, "\"%s\":", key);
-    admin_iso_ms_or_null(b, us);
-}
-
 /* ---- GET /api/v1/status ------------------------------------------------------------------ */
 
 static double uptime_s(const app *a)
@@ -281,94 +212,37 @@ static int64_t bucket_for_span(int64_t span_us)
     return 360 * min;
 }
 
-/* This node as one entry of the dashboard's worker list. */
-static void worker_json(buf *b, app *a)
+/* What this node says about itself, now. */
+static void node_stats(app *a, admin_node *n, char host[256])
 {
     db_pool_stats ps;
     db_pool_stats_get(a->db, &ps);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    buf_puts(b, "{\"hostname\":");
-    jw_cstr(b, host);
-    buf_puts(b, ",\"workerId\":");
-    jw_cstr(b, a->cfg->node_id);
-    /* the loop's lag is not measured; free slots = idle database connections */
-    buf_printf(b, ",\"avgEventLoopLagMs\":0,\"maxEventLoopLagMs\":0,\"freeSlots\":%d,\"dbConnections\":%d,"
-                  "\"jobQueueSize\":%d,\"messagesProcessed\":%llu}",
-               ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy, ps.connected, ps.pending,
-               (unsigned long long)mc_get(&a->cm.pop_messages));
+    memset(host, 0, 256);
+    gethostname(host, 255);
+    memset(n, 0, sizeof *n);
+    n->hostname = host;
+    n->node_id = a->cfg->node_id;
+    n->pool_size = ps.size;
+    n->pool_connected = ps.connected;
+    n->pool_busy = ps.busy;
+    n->pool_pending = ps.pending;
+    n->pool_failures = ps.failures;
+    n->acks_failed = mc_get(&a->cm.acks_failed);
+    n->pop_messages = mc_get(&a->cm.pop_messages);
+    cpu_pct(a, &n->cpu_user_pct, &n->cpu_sys_pct);
+    n->rss_mb = (double)rss_bytes() / (1024.0 * 1024.0);
 }
 
 static void on_status_page(api_query *q, PGresult *const *res)
 {
     range *g = q->arg;
     http_req *r = q->http;
-    app *a = r->app;
-    PGresult *se = res[0], *qu = res[1], *ms = res[2], *dl = res[3];
-    db_pool_stats ps;
-    db_pool_stats_get(a->db, &ps);
-    double cu, cs;
-    cpu_pct(a, &cu, &cs);
-    double rss_mb = (double)rss_bytes() / (1024.0 * 1024.0);
-    double bsec = (double)g->bucket / 1e6;
+    admin_node node;
+    char host[256];
+    node_stats(r->app, &node, host);
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", g->from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", g->to);
-    buf_printf(&b, "},\"bucketMinutes\":%lld,\"pointCount\":%d,\"throughput\":[", (long long)(g->bucket / 60000000),
-               PQntuples(se));
-    for (int i = 0; i < PQntuples(se); i++) {
-        int64_t n = res_i64(se, i, 1);
-        if (i)
-            buf_putc(&b, ',');
-        buf_putc(&b, '{');
-        iso_field(&b, "timestamp", res_i64(se, i, 0));
-        /* processed and popped are not logged per record: 0; the process figures are now's */
-        buf_printf(&b, ",\"ingested\":%lld,\"processed\":0,\"popMessages\":0,\"ingestedPerSecond\":%.3f,"
-                       "\"processedPerSecond\":0,\"popPerSecond\":0,\"avgLagMs\":0,\"maxLagMs\":0,"
-                       "\"avgEventLoopLagMs\":0,\"maxEventLoopLagMs\":0,\"minFreeSlots\":0,\"dbErrors\":0,"
-                       "\"ackFailed\":0,\"dlqCount\":0,\"queenCpuUserPct\":%.2f,\"queenCpuSysPct\":%.2f,"
-                       "\"queenRssMb\":%.1f,\"dbPoolActive\":%d,\"dbPoolIdle\":%d,\"dbPoolSize\":%d}",
-                   (long long)n, (double)n / bsec, cu, cs, rss_mb, ps.busy,
-                   ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy, ps.size);
-    }
-    buf_puts(&b, "],\"queues\":[");
-    for (int i = 0; i < PQntuples(qu); i++) {
-        char id[37];
-        res_uuid(qu, i, 0, id);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"name\":", id);
-        res_json_str(&b, qu, i, 1);
-        buf_puts(&b, ",\"namespace\":");
-        res_json_str(&b, qu, i, 2);
-        buf_puts(&b, ",\"task\":");
-        res_json_str(&b, qu, i, 3);
-        buf_printf(&b, ",\"partitions\":%lld,\"totalConsumed\":%lld}", (long long)res_i64(qu, i, 4),
-                   (long long)res_i64(qu, i, 5));
-    }
-    int64_t dead = res_i64(dl, 0, 0);
-    buf_printf(&b, "],\"messages\":{\"total\":%lld,\"pending\":%lld,\"processing\":%lld,\"completed\":%lld,"
-                   "\"failed\":0,\"deadLetter\":%lld}",
-               (long long)res_i64(ms, 0, 0), (long long)res_i64(ms, 0, 1), (long long)res_i64(ms, 0, 2),
-               (long long)res_i64(ms, 0, 3), (long long)dead);
-    buf_printf(&b, ",\"leases\":{\"active\":%lld,\"partitionsWithLeases\":%lld,\"totalBatchSize\":%lld,\"totalAcked\":%lld}",
-               (long long)res_i64(ms, 0, 4), (long long)res_i64(ms, 0, 5), (long long)res_i64(ms, 0, 6),
-               (long long)res_i64(ms, 0, 7));
-    buf_printf(&b, ",\"deadLetterQueue\":{\"totalMessages\":%lld,\"affectedPartitions\":%lld,\"topErrors\":",
-               (long long)dead, (long long)res_i64(dl, 0, 1));
-    size_t tl;
-    const char *top = res_text(dl, 0, 2, &tl);
-    if (tl)
-        buf_append(&b, top, tl);
-    else
-        buf_puts(&b, "[]");
-    buf_puts(&b, "},\"workers\":[");
-    worker_json(&b, a);
-    buf_printf(&b, "],\"errors\":{\"dbErrors\":%llu,\"ackFailed\":%llu,\"dlqMessages\":%lld},\"statsAge\":0}",
-               (unsigned long long)ps.failures, (unsigned long long)mc_get(&a->cm.acks_failed), (long long)dead);
+    answer_status_page(&b, g->from, g->to, g->bucket, res[0], res[1], res[2], res[3], &node);
     http_respond_json(r, 200, &b);
     buf_free(&b);
 }
@@ -408,22 +282,9 @@ typedef struct analytics_ctx {
 static void on_analytics(api_query *q, PGresult *const *res)
 {
     analytics_ctx *c = q->arg;
-    PGresult *se = res[0];
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"dataPoints\":[");
-    for (int i = 0; i < PQntuples(se); i++) {
-        if (i)
-            buf_putc(&b, ',');
-        buf_putc(&b, '{');
-        iso_field(&b, "timestamp", res_i64(se, i, 0));
-        buf_printf(&b, ",\"messages\":%lld}", (long long)res_i64(se, i, 1));
-    }
-    buf_printf(&b, "],\"interval\":\"%s\",", c->interval);
-    iso_field(&b, "from", c->g.from);
-    buf_putc(&b, ',');
-    iso_field(&b, "to", c->g.to);
-    buf_putc(&b, '}');
+    answer_analytics(&b, res[0], c->interval, c->g.from, c->g.to);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -500,9 +361,9 @@ void api_analytics_system_metrics(http_req *r)
     buf b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", from);
+    admin_iso_field(&b, "from", from);
     buf_putc(&b, ',');
-    iso_field(&b, "to", to);
+    admin_iso_field(&b, "to", to);
     buf_printf(&b, "},\"bucketMinutes\":%lld,\"replicas\":[", (long long)(bucket_for_span(to - from) / 60000000));
     if (inc) {
         buf_puts(&b, "{\"hostname\":");
@@ -510,7 +371,7 @@ void api_analytics_system_metrics(http_req *r)
         buf_printf(&b, ",\"port\":%lld,\"workerId\":", (long long)a->cfg->port);
         jw_cstr(&b, a->cfg->node_id);
         buf_puts(&b, ",\"timeSeries\":[{");
-        iso_field(&b, "timestamp", wall_us());
+        admin_iso_field(&b, "timestamp", wall_us());
         /* one sample: avg = min = max = last */
         double rss = (double)rss_bytes() / (1024.0 * 1024.0);
         int idle = ps.connected - ps.busy < 0 ? 0 : ps.connected - ps.busy;
@@ -540,16 +401,19 @@ void api_analytics_worker_metrics(http_req *r)
     buf b;
     buf_init(&b, 0);
     buf_puts(&b, "{\"timeRange\":{");
-    iso_field(&b, "from", from);
+    admin_iso_field(&b, "from", from);
     buf_putc(&b, ',');
-    iso_field(&b, "to", to);
+    admin_iso_field(&b, "to", to);
     buf_puts(&b, "},\"workers\":[");
     if (inc) {
-        worker_json(&b, a);
+        admin_node node;
+        char host[256];
+        node_stats(a, &node, host);
+        answer_worker(&b, &node);
         /* the worker entry with its one point */
         b.len--; /* reopen the object */
         buf_puts(&b, ",\"timeSeries\":[{");
-        iso_field(&b, "timestamp", wall_us());
+        admin_iso_field(&b, "timestamp", wall_us());
         buf_printf(&b, ",\"pops\":%llu,\"popMessages\":%llu,\"acksCompleted\":%llu,\"acksFailed\":%llu,"
                        "\"deadLetters\":%llu}]}",
                    (unsigned long long)mc_get(&a->cm.pops), (unsigned long long)mc_get(&a->cm.pop_messages),

@@ -12,6 +12,7 @@
 #include "cp/cp.h"
 #include "db/embedded.h"
 #include "db/pg.h"
+#include "db/res.h"
 #include "ephemeral/eph.h"
 #include "http/server.h"
 #include "kv/kv.h"
@@ -290,15 +291,6 @@ void api_param_bytes(api_query *q, int stmt, const void *data, size_t len);
 /* Goes async and submits; a refusal is answered 503 at once. */
 void api_query_submit(api_query *q);
 
-/* Binary result readers (NULL reads as 0 / "" / false). */
-int64_t res_i64(const PGresult *r, int row, int col);
-double res_f64(const PGresult *r, int row, int col);
-int res_bool(const PGresult *r, int row, int col);
-int res_null(const PGresult *r, int row, int col);
-const char *res_text(const PGresult *r, int row, int col, size_t *len);
-/* Writes a uuid column as text (37 bytes); "" when NULL. */
-void res_uuid(const PGresult *r, int row, int col, char out[37]);
-/* Appends a text column as a JSON string, or null. */
-void res_json_str(buf *b, const PGresult *r, int row, int col);
+/* Binary result readers: db/res.h. */
 
 #endif

@@ -19,61 +19,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "db/embedded.h"
-#include "db/migrate.h"
-#include "queue/options.h"
 #include "kv/kv.h"
+#include "support/pgtest.h"
 
-static embedded_pg g_emb;
-static char g_dir[64];
+static pgtest g_pg;
 static const uint8_t TENANT[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 
 static PGconn *conn(void)
 {
-    PGconn *c = PQconnectdb(g_emb.conninfo);
+    PGconn *c = PQconnectdb(g_pg.emb.conninfo);
     if (PQstatus(c) != CONNECTION_OK)
         fail_msg("connect: %s", PQerrorMessage(c));
     return c;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-
 static int setup(void **state)
 {
     (void)state;
-    log_setup(LOG_WARN, LOG_FORMAT_TEXT);
-    snprintf(g_dir, sizeof g_dir, "/tmp/queen-kvsync-XXXXXX");
-    if (!mkdtemp(g_dir))
-        return -1;
-    chmod(g_dir, 0755);
-    if (embedded_start(&g_emb, g_dir, NULL) < 0)
-        return -1;
-    PGconn *c = conn();
-    buf defaults;
-    buf_init(&defaults, 0);
-    queue_options_defaults_json(&defaults);
-    qerr_detail err;
-    int rc = migrate_apply(c, buf_cstr(&defaults), &err) == QERR_OK ? 0 : -1;
-    buf_free(&defaults);
-    if (rc < 0)
-        fprintf(stderr, "migrations: %s\n", err.text);
-    PQfinish(c);
-    return rc;
+    return pgtest_start(&g_pg, "kvsync");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    embedded_stop(&g_emb);
-    embedded_free(&g_emb);
-    nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    pgtest_stop(&g_pg);
     return 0;
 }
 
