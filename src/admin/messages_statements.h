@@ -8,12 +8,12 @@
 
 #include "db/statements.h"
 
-/* $1 tenant, $2 queue: one row */
+/* GET /api/v1/messages?queue=: $1 tenant, $2 queue; one row */
 extern const char ADMIN_QUEUE_EXISTS_SQL[];
 #define ADMIN_QUEUE_EXISTS_COLUMNS(X) X(QUEUE_EXISTS, queue_exists, bool)
 enum { ADMIN_QUEUE_EXISTS_COLUMNS(DB_COL_ENUM) };
 
-/* the partition of GET/DELETE /api/v1/messages/:p/:t, with its
+/* GET/DELETE /api/v1/messages/:p/:t: $1 tenant, $2 partition uuid; the partition with its
  * queue (no row: not the tenant's) */
 extern const char ADMIN_MESSAGE_PARTITION_SQL[];
 #define ADMIN_MESSAGE_PARTITION_COLUMNS(X)                                                                     \
@@ -28,7 +28,7 @@ extern const char ADMIN_MESSAGE_PARTITION_SQL[];
     X(MSG_PART_OPTIONS, options, text) /* the effective options (queen.queue_options_v1) */
 enum message_partition_col { ADMIN_MESSAGE_PARTITION_COLUMNS(DB_COL_ENUM) MSG_PART_NCOLS };
 
-/* the partition's cursors, by group name */
+/* GET /api/v1/messages/:p/:t: $1 tenant, $2 partition uuid; the partition's cursors, by group */
 extern const char ADMIN_MESSAGE_CURSORS_SQL[];
 #define ADMIN_MESSAGE_CURSORS_COLUMNS(X)                                                                       \
     X(MSG_CUR_GROUP, consumer_group, text)                                                                     \
@@ -40,7 +40,8 @@ extern const char ADMIN_MESSAGE_CURSORS_SQL[];
     X(MSG_CUR_LEASED, lease_live, bool) /* a lease that has not expired */
 enum message_cursors_col { ADMIN_MESSAGE_CURSORS_COLUMNS(DB_COL_ENUM) MSG_CUR_NCOLS };
 
-/* dead letters of the record (by transactionId or offset), newest first */
+/* $1 tenant, $2 partition uuid, $3 transactionId, $4 offset: the record's dead letters (by
+ * transactionId or offset), newest first */
 extern const char ADMIN_MESSAGE_DEAD_SQL[];
 #define ADMIN_MESSAGE_DEAD_COLUMNS(X)                                                                          \
     X(MSG_DEAD_ID, id, int8)                                                                                   \
@@ -54,8 +55,8 @@ extern const char ADMIN_MESSAGE_DEAD_SQL[];
     X(MSG_DEAD_TS, ts, int8)
 enum message_dead_col { ADMIN_MESSAGE_DEAD_COLUMNS(DB_COL_ENUM) MSG_DEAD_NCOLS };
 
-/* the total and whether the queue exists on every row; a dead letter per
- * row (an empty page: one row, id NULL) */
+/* GET /api/v1/dlq: the total and whether the queue exists on every row; a dead letter per row
+ * (an empty page: one row, id NULL) */
 extern const char ADMIN_DLQ_LIST_SQL[];
 #define ADMIN_DLQ_LIST_COLUMNS(X)                                                                              \
     X(DLQ_TOTAL, total, int8)                                                                                  \
@@ -76,19 +77,20 @@ extern const char ADMIN_DLQ_LIST_SQL[];
     X(DLQ_REQUEUED_US, requeued_us, int8)
 enum dlq_list_col { ADMIN_DLQ_LIST_COLUMNS(DB_COL_ENUM) DLQ_LIST_NCOLS };
 
-/* the id deleted (no row: not found) */
+/* DELETE /api/v1/dlq/:id: the id deleted (no row: not found) */
 extern const char ADMIN_DLQ_DELETE_SQL[];
 #define ADMIN_DLQ_DELETE_COLUMNS(X) X(DLQ_DELETED_ID, id, int8)
 enum { ADMIN_DLQ_DELETE_COLUMNS(DB_COL_ENUM) };
 
-/* the partition (no row: not the tenant's) and the newest dead letter
- * of the record not requeued yet (NULL: none) */
+/* POST /api/v1/messages/:p/:t/retry: the partition (no row: not the tenant's) and the newest
+ * dead letter of the record not requeued yet (NULL: none) */
 extern const char ADMIN_DLQ_RETRY_FIND_SQL[];
 #define ADMIN_DLQ_RETRY_FIND_COLUMNS(X)                                                                        \
     X(DLQ_RETRY_PID, pid, int8)                                                                                \
     X(DLQ_RETRY_DLQ_ID, dlq_id, int8)
 enum dlq_retry_find_col { ADMIN_DLQ_RETRY_FIND_COLUMNS(DB_COL_ENUM) DLQ_RETRY_FIND_NCOLS };
 
+/* Every statement above with its list, for tests/unit/test_db_statements.c. */
 #define MESSAGES_STATEMENTS(S)                                                                                 \
     S(ADMIN_QUEUE_EXISTS_SQL, ADMIN_QUEUE_EXISTS_COLUMNS)                                                      \
     S(ADMIN_MESSAGE_PARTITION_SQL, ADMIN_MESSAGE_PARTITION_COLUMNS)                                            \
