@@ -80,6 +80,10 @@ UNIT_BINS := $(patsubst tests/unit/%.c,build/asan/tests/%,$(UNIT_SRC))
 PGTEST_BINS := test_db_results test_db_statements test_kv_sync test_lockorder
 $(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGTEST_BINS))): tests/unit/support/pgtest.c \
   tests/unit/support/pgtest.h
+# the unit tests that build results in memory (no server) link tests/unit/support/pgres.c
+PGRES_BINS := test_answers_log
+$(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGRES_BINS))): tests/unit/support/pgres.c \
+  tests/unit/support/pgres.h
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do ASAN_OPTIONS=detect_leaks=1 $$t > $$t.log 2>&1 || { cat $$t.log; exit 1; }; \

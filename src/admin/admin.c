@@ -65,7 +65,7 @@ const char ADMIN_DLQ_LIST_SQL[] =
     "  AND ($6::int8 IS NULL OR d.failed_at <= timestamptz 'epoch' + $6::int8 * interval '1 microsecond') "
     "  AND ($9::bool IS NULL OR (d.requeued_at IS NOT NULL) = $9::bool)) "
     "SELECT t.total, ($2::text IS NULL OR EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid "
-    "  AND q.name = $2::text)), "
+    "  AND q.name = $2::text)) AS queue_known, "
     " x.id, x.qname, x.pname, x.puuid, x.pid, x.consumer_group, x.off, x.txn_id, x.ts, x.error, x.retry_count, "
     " x.record, x.failed_us, x.requeued_us "
     "FROM (SELECT count(*) AS total FROM f) t "
@@ -84,6 +84,14 @@ const char ADMIN_DLQ_UNCLAIM_SQL[] = "UPDATE queen.dead_letters SET requeued_at 
 const char ADMIN_DLQ_DELETE_SQL[] =
     "DELETE FROM queen.dead_letters d USING queen.queues q "
     "WHERE d.id = $2::int8 AND q.id = d.queue_id AND q.tenant_id = $1::uuid RETURNING d.id";
+
+/* POST /api/v1/messages/:p/:t/retry: $1 tenant, $2 partition uuid, $3 transactionId, $4 and $5
+ * the offset and partition a message id names (or NULL). No row: an unknown partition; else
+ * the newest dead letter of the record not requeued yet, or NULL. */
+const char ADMIN_DLQ_RETRY_FIND_SQL[] =
+    "SELECT p.id AS pid, (SELECT d.id FROM queen.dead_letters d WHERE d.partition_id = p.id AND d.requeued_at IS NULL "
+    "  AND (d.txn_id = $3::text OR (d.off = $4::int8 AND p.id = $5::int8)) ORDER BY d.id DESC LIMIT 1) AS dlq_id "
+    "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
 
 /* ---- resources --------------------------------------------------------------------------- */
 
@@ -174,7 +182,7 @@ const char ADMIN_TASKS_SQL[] = ADMIN_GROUPED_BY("task");
 const char ADMIN_DELETE_QUEUE_SQL[] = "SELECT * FROM queen.delete_queue_v1($1::uuid, $2::text)";
 const char ADMIN_DELETE_PARTITION_SQL[] = "SELECT * FROM queen.delete_partition_v1($1::uuid, $2::text, $3::text)";
 const char ADMIN_QUEUE_EXISTS_SQL[] =
-    "SELECT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text)";
+    "SELECT EXISTS (SELECT 1 FROM queen.queues q WHERE q.tenant_id = $1::uuid AND q.name = $2::text) AS queue_exists";
 
 /* ---- dashboard (api_dashboard.c) --------------------------------------------------------- */
 
@@ -284,7 +292,8 @@ const char ADMIN_LIST_MESSAGES_SQL[] =
 
 /* $1 tenant, $2 partition uuid */
 const char ADMIN_MESSAGE_PARTITION_SQL[] =
-    "SELECT p.id, p.uuid, p.name, p.start_offset, p.next_offset, q.name, q.namespace, q.task, queen.queue_options_v1(q.options)::text "
+    "SELECT p.id AS pid, p.uuid AS puuid, p.name AS pname, p.start_offset, p.next_offset, q.name AS qname, q.namespace, "
+    "q.task, queen.queue_options_v1(q.options)::text AS options "
     "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
 
 /* $1 tenant, $2 partition uuid, $3 txn, $4 message id's partition, $5 its offset, $6 scan
@@ -296,17 +305,25 @@ const char ADMIN_MESSAGE_FIND_SQL[] =
 /* $1 tenant, $2 partition uuid */
 const char ADMIN_MESSAGE_CURSORS_SQL[] =
     "SELECT c.consumer_group, c.next_offset, c.lease_start, c.lease_end, c.lease_expires_at, c.retry_count, "
-    "coalesce(c.lease_expires_at >= queen.now_us(), false) "
+    "coalesce(c.lease_expires_at >= queen.now_us(), false) AS lease_live "
     "FROM queen.cursors c JOIN queen.partitions p ON p.id = c.partition_id JOIN queen.queues q ON q.id = p.queue_id "
     "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid ORDER BY c.consumer_group LIMIT 10000";
 
 /* $1 tenant, $2 partition uuid, $3 txn, $4 offset */
 const char ADMIN_MESSAGE_DEAD_SQL[] =
-    "SELECT d.id, d.consumer_group, d.off, d.error, d.retry_count, (extract(epoch FROM d.failed_at) * 1000000)::int8, "
+    "SELECT d.id, d.consumer_group, d.off, d.error, d.retry_count, (extract(epoch FROM d.failed_at) * 1000000)::int8 AS failed_us, "
     "d.record, d.txn_id, d.ts "
     "FROM queen.dead_letters d JOIN queen.partitions p ON p.id = d.partition_id JOIN queen.queues q ON q.id = p.queue_id "
     "WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid AND (d.txn_id = $3::text OR d.off = $4::int8) "
     "ORDER BY d.id DESC LIMIT 100";
+
+/* DELETE /api/v1/messages/:p/:t: $1 tenant, $2 partition uuid, $3 offset, $4 transactionId
+ * (MESSAGE_DELETE_V1_COLUMNS). */
+const char ADMIN_MESSAGE_DELETE_SQL[] = "SELECT queen.message_delete_v1($1::uuid, $2::uuid, $3::int8, $4::text)";
+/* A codec-1 segment replaced by its codec-0 re-encoding before a delete: $1 partition id, $2
+ * the segment's last offset, $3 the re-encoded bytes (binary). No result. */
+const char ADMIN_SEGMENT_FLATTEN_SQL[] =
+    "UPDATE queen.segments SET data = $3 WHERE partition_id = $1 AND last_offset = $2 AND get_byte(data, 0) = 2";
 
 /* ---- metrics ----------------------------------------------------------------------------- */
 

@@ -16,6 +16,7 @@
 
 #include "admin_results.h"
 #include "admin_statements.h"
+#include "messages_statements.h"
 #include "core/buf.h"
 #include "storage/record.h"
 
@@ -46,22 +47,19 @@
 #define ADMIN_QUEUE_MODE "__QUEUE_MODE__"
 
 /* SQL (binary results; parameters in text format). The statements of the groups, resources,
- * dashboard and configure routes, with their result columns: admin_statements.h. */
+ * dashboard and configure routes, with their result columns: admin_statements.h; of the message
+ * and dead-letter routes: messages_statements.h. */
 extern const char ADMIN_DELETE_GROUP_SQL[];
 extern const char ADMIN_SUBSCRIPTION_SQL[];
 extern const char ADMIN_SEEK_SQL[];
-extern const char ADMIN_DLQ_LIST_SQL[];
 extern const char ADMIN_DLQ_CLAIM_SQL[];
 extern const char ADMIN_DLQ_UNCLAIM_SQL[];
-extern const char ADMIN_DLQ_DELETE_SQL[];
 extern const char ADMIN_DELETE_QUEUE_SQL[];
 extern const char ADMIN_DELETE_PARTITION_SQL[];
-extern const char ADMIN_QUEUE_EXISTS_SQL[];
 extern const char ADMIN_LIST_MESSAGES_SQL[];
-extern const char ADMIN_MESSAGE_PARTITION_SQL[];
 extern const char ADMIN_MESSAGE_FIND_SQL[];
-extern const char ADMIN_MESSAGE_CURSORS_SQL[];
-extern const char ADMIN_MESSAGE_DEAD_SQL[];
+extern const char ADMIN_MESSAGE_DELETE_SQL[];
+extern const char ADMIN_SEGMENT_FLATTEN_SQL[];
 extern const char ADMIN_METRICS_LAG_SQL[];
 
 /* The status of a record (GET /api/v1/messages). One rule, used by the decoder and mirrored

@@ -288,9 +288,8 @@ extern const char ADMIN_CONFIGURE_SQL[];
     X(CFG_LOCKED, locked, int8)
 enum admin_configure_col { ADMIN_CONFIGURE_COLUMNS(DB_COL_ENUM) CFG_NCOLS };
 
-/* The message and dead-letter statements of admin.c (api_messages.c, api_dlq.c) are not named
- * here yet: tests/unit/test_db_statements.c lists them in PENDING. A section of their own, with
- * its own list macro beside ADMIN_STATEMENTS and one line in that test's table, names them. */
+/* The message and dead-letter statements of admin.c (api_messages.c, api_dlq.c) are named in
+ * messages_statements.h (MESSAGES_STATEMENTS). */
 
 /* Every statement above with its list, for tests/unit/test_db_statements.c. */
 #define ADMIN_STATEMENTS(S)                                                                                    \

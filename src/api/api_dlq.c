@@ -3,14 +3,15 @@
  * DELETE /api/v1/dlq/:id.
  *
  * A dead letter keeps its own copy of the record's bytes (one encoded record, see
- * storage/record.h); it is decoded here in C, as the log's segments are. Paging applies
- * LIMIT/OFFSET to rows (the earlier release applied them after aggregation, so any offset
- * returned nothing). */
+ * storage/record.h); it is decoded in C, as the log's segments are (the answers' JSON:
+ * admin/answers_messages.c, pure). Paging applies LIMIT/OFFSET to rows (the earlier release
+ * applied them after aggregation, so any offset returned nothing). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admin/admin.h"
+#include "admin/answers_messages.h"
 #include "app.h"
 #include "core/timeutil.h"
 #include "core/util.h"
@@ -24,84 +25,15 @@ typedef struct dlq_list_ctx {
     int64_t limit, offset;
 } dlq_list_ctx;
 
-static void dead_letter_json(buf *b, const PGresult *x, int i, buf *scratch)
-{
-    char pu[37];
-    res_uuid(x, i, 5, pu);
-    uint64_t pid = (uint64_t)res_i64(x, i, 6);
-    int64_t off = res_i64(x, i, 8);
-    uuid mid;
-    uuid_message_id(pid, (uint64_t)off, &mid);
-    char ms[37];
-    uuid_format(&mid, ms);
-    buf_printf(b, "{\"id\":\"%s\",\"dlqId\":%lld,\"transactionId\":", ms, (long long)res_i64(x, i, 2));
-    res_json_str(b, x, i, 9);
-    buf_printf(b, ",\"partitionId\":\"%s\",\"queue\":", pu);
-    res_json_str(b, x, i, 3);
-    buf_puts(b, ",\"partition\":");
-    res_json_str(b, x, i, 4);
-    buf_printf(b, ",\"offset\":%lld,\"consumerGroup\":", (long long)off);
-    res_json_str(b, x, i, 7);
-    buf_puts(b, ",\"errorMessage\":");
-    res_json_str(b, x, i, 11);
-    buf_printf(b, ",\"retryCount\":%lld,\"data\":", (long long)res_i64(x, i, 12));
-    record_view v;
-    int have = !res_null(x, i, 13) &&
-               admin_record_decode((const uint8_t *)PQgetvalue(x, i, 13), (size_t)PQgetlength(x, i, 13), (uint64_t)off,
-                                   scratch, &v) == 0;
-    if (have)
-        admin_payload_json(b, &v);
-    else
-        buf_puts(b, "null");
-    buf_puts(b, ",\"traceId\":");
-    if (have && v.trace) {
-        char t[37];
-        format_uuid_text(v.trace, t);
-        buf_printf(b, "\"%s\"", t);
-    } else {
-        buf_puts(b, "null");
-    }
-    buf_puts(b, ",\"producerSub\":");
-    if (have && v.producer)
-        jw_string(b, v.producer, v.producer_len);
-    else
-        buf_puts(b, "null");
-    buf_printf(b, ",\"isEncrypted\":%s,\"createdAt\":", have && (v.flags & REC_ENCRYPTED) ? "true" : "false");
-    admin_iso_us_or_null(b, res_i64(x, i, 10));
-    buf_puts(b, ",\"failedAt\":");
-    admin_iso_ms_or_null(b, res_i64(x, i, 14));
-    buf_puts(b, ",\"requeuedAt\":");
-    admin_iso_ms_or_null(b, res_i64(x, i, 15));
-    buf_putc(b, '}');
-}
-
 static void on_dlq_list(api_query *q, PGresult *const *res)
 {
     dlq_list_ctx *c = q->arg;
-    PGresult *x = res[0];
-    int n = PQntuples(x);
-    if (n > 0 && !res_bool(x, 0, 1)) {
-        http_respond_error(q->http, 404, "queue not found: %s", c->queue);
-        return;
-    }
-    int64_t total = n > 0 ? res_i64(x, 0, 0) : 0;
-    buf b, scratch;
+    buf b;
     buf_init(&b, 0);
-    buf_init(&scratch, 0);
-    buf_puts(&b, "{\"messages\":[");
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        if (res_null(x, i, 2))
-            continue; /* the page is empty: the row only carries the total */
-        if (k++)
-            buf_putc(&b, ',');
-        dead_letter_json(&b, x, i, &scratch);
-    }
-    buf_printf(&b, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld,\"total\":%lld,\"hasMore\":%s}}",
-               (long long)total, (long long)c->limit, (long long)c->offset, (long long)total,
-               c->offset + k < total ? "true" : "false");
-    buf_free(&scratch);
-    http_respond_json(q->http, 200, &b);
+    if (answer_dlq_list(&b, res[0], c->limit, c->offset) > 0)
+        http_respond_error(q->http, 404, "queue not found: %s", c->queue);
+    else
+        http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
 
@@ -188,24 +120,9 @@ static void on_requeued(push_req *pr)
         }
         return;
     }
-    push_item *it = &c->item;
-    uuid mid;
-    uuid_message_id(it->partition_id, it->offset, &mid);
-    char ms[37], pu[37];
-    uuid_format(&mid, ms);
-    format_uuid_text(it->partition_uuid, pu);
     buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"requeued\":true,\"dlqId\":%lld,\"queue\":", (long long)c->id);
-    jw_string(&b, it->queue, it->queue_len);
-    buf_puts(&b, ",\"partition\":");
-    jw_string(&b, it->partition, it->partition_len);
-    buf_printf(&b, ",\"partitionId\":\"%s\",\"messageId\":\"%s\",\"offset\":%llu,\"transactionId\":", pu, ms,
-               (unsigned long long)it->offset);
-    jw_string(&b, it->txn, it->txn_len);
-    buf_printf(&b, ",\"status\":\"%s\",\"createdAt\":", it->status == PUSH_DUPLICATE ? "duplicate" : "queued");
-    admin_iso_us_or_null(&b, it->ts);
-    buf_putc(&b, '}');
+    answer_dlq_requeued(&b, c->id, &c->item);
     http_respond_json(c->http, 201, &b);
     buf_free(&b);
 }
@@ -349,14 +266,7 @@ void api_dlq_requeue(http_req *r)
 /* On the log a record is never "failed" in place: a consumer's failure either leaves it below
  * the cursor for redelivery (retries left) or files a dead letter. Retrying a message is
  * therefore requeuing its newest dead letter that was not requeued yet, keeping its
- * transactionId (docs/http-api.md). $1 tenant, $2 partition uuid, $3 transactionId, $4 and $5
- * the offset and partition a message id names (or NULL). Row 0: the partition (absent = unknown partition), with
- * the dead letter's id or NULL. */
-static const char RETRY_FIND_SQL[] =
-    "SELECT p.id, (SELECT d.id FROM queen.dead_letters d WHERE d.partition_id = p.id AND d.requeued_at IS NULL "
-    "  AND (d.txn_id = $3::text OR (d.off = $4::int8 AND p.id = $5::int8)) ORDER BY d.id DESC LIMIT 1) "
-    "FROM queen.partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.uuid = $2::uuid AND q.tenant_id = $1::uuid";
-
+ * transactionId (docs/http-api.md): ADMIN_DLQ_RETRY_FIND_SQL finds it. */
 static void on_retry_found(api_query *q, PGresult *const *res)
 {
     requeue_ctx *c = q->arg;
@@ -366,14 +276,14 @@ static void on_retry_found(api_query *q, PGresult *const *res)
         http_respond_error_code(r, 404, "partition_not_found", "Partition not found: %s", r->params[0]);
         return;
     }
-    if (res_null(x, 0, 1)) {
+    if (res_null(x, 0, DLQ_RETRY_DLQ_ID)) {
         http_respond_error_code(r, 404, "no_failed_message",
                                 "no dead letter to retry for transactionId %s in this partition (only a dead-lettered "
                                 "message can be retried; one that is not yet requeued)",
                                 r->params[1]);
         return;
     }
-    c->id = res_i64(x, 0, 1);
+    c->id = res_i64(x, 0, DLQ_RETRY_DLQ_ID);
     api_query *cl = api_query_new(r, on_claimed, c);
     int s = api_query_stmt(cl, ADMIN_DLQ_CLAIM_SQL);
     api_param_uuid(cl, s, r->tenant);
@@ -414,7 +324,7 @@ void api_message_retry(http_req *r)
     int is_mid = uuid_parse(r->params[1], r->param_lens[1], &mid) == 0 &&
                  uuid_message_id_decode(&mid, &mpid, &moff) == 0;
     api_query *q = api_query_new(r, on_retry_found, c);
-    int s = api_query_stmt(q, RETRY_FIND_SQL);
+    int s = api_query_stmt(q, ADMIN_DLQ_RETRY_FIND_SQL);
     api_param_uuid(q, s, r->tenant);
     api_param_uuid(q, s, pu.b);
     api_param_text(q, s, r->params[1]);
@@ -439,7 +349,7 @@ static void on_dlq_deleted(api_query *q, PGresult *const *res)
     }
     buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"deleted\":true,\"dlqId\":%lld}", (long long)*id);
+    answer_dlq_deleted(&b, *id);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }

@@ -125,28 +125,7 @@ static void status_body(http_req *r, PGresult *queues, PGresult *streams, const 
     if (!queues) {
         buf_puts(&b, "null");
     } else {
-        buf_putc(&b, '[');
-        int n = PQntuples(queues);
-        int64_t now = wall_us();
-        for (int i = 0; i < n; i++) {
-            if (i)
-                buf_putc(&b, ',');
-            int64_t safe = atoll(PQgetvalue(queues, i, 2));
-            buf_puts(&b, "{\"tenant\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 0));
-            buf_puts(&b, ",\"queue\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 1));
-            buf_puts(&b, ",\"namespace\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 6));
-            buf_puts(&b, ",\"task\":");
-            jw_cstr(&b, PQgetvalue(queues, i, 7));
-            buf_printf(&b, ",\"configured\":%s,\"partitions\":%s,\"records\":%s,\"lastTs\":%s,\"safeTime\":%lld,"
-                           "\"safeLagSeconds\":%.6f}",
-                       PQgetvalue(queues, i, 8)[0] == 't' ? "true" : "false", PQgetvalue(queues, i, 3),
-                       PQgetvalue(queues, i, 4), PQgetvalue(queues, i, 5), (long long)safe,
-                       safe > 0 ? (double)(now - safe) / 1e6 : 0.0);
-        }
-        buf_putc(&b, ']');
+        status_queues_json(&b, queues, wall_us());
     }
     if (a->s3) {
         buf_puts(&b, ",\"s3\":");
@@ -160,10 +139,15 @@ static void status_body(http_req *r, PGresult *queues, PGresult *streams, const 
     buf_free(&b);
 }
 
+/* the statements of GET /status, in order: the tenant's clocks ticked, its queues
+ * (STATUS_QUEUES_COLUMNS, text), its streaming queries with their state rows (docs/streams.md) */
+enum { STATUS_STMT_TICK, STATUS_STMT_QUEUES, STATUS_STMT_STREAMS, STATUS_NSTMT };
+static const char STATUS_STREAMS_SQL[] = "SELECT * FROM queen.streams_state_rows_v1($1::uuid)";
+
 static void on_status(db_req *d)
 {
     ops_ctx *c = d->arg;
-    PGresult *q = d->res[1];
+    PGresult *q = d->res[STATUS_STMT_QUEUES];
     const char *dberr = NULL;
     if (d->err != DB_OK && !q) {
         int status;
@@ -171,7 +155,7 @@ static void on_status(db_req *d)
         api_db_error_status(d, &status, &code, &dberr);
         api_log_db_error(c->http, d);
     }
-    PGresult *sq = d->res[2];
+    PGresult *sq = d->res[STATUS_STMT_STREAMS];
     status_body(c->http, q && PQresultStatus(q) == PGRES_TUPLES_OK ? q : NULL,
                 sq && PQresultStatus(sq) == PGRES_TUPLES_OK ? sq : NULL, dberr);
     db_req_clear(d);
@@ -186,11 +170,10 @@ void api_status(http_req *r)
     /* the queues of the request's tenant only (another tenant's names are its data) */
     format_uuid_text(r->tenant, c->tenant);
     c->values[0] = c->tenant;
-    c->dbr.nstmt = 3;
-    c->dbr.stmt[0] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
-    c->dbr.stmt[1] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
-    /* the tenant's streaming queries with their state rows (docs/streams.md) */
-    c->dbr.stmt[2] = (db_stmt){"SELECT * FROM queen.streams_state_rows_v1($1::uuid)", 1, c->values, NULL, NULL, 0};
+    c->dbr.nstmt = STATUS_NSTMT;
+    c->dbr.stmt[STATUS_STMT_TICK] = (db_stmt){TICK_TENANT_SQL, 1, c->values, NULL, NULL, 0};
+    c->dbr.stmt[STATUS_STMT_QUEUES] = (db_stmt){STATUS_QUEUES_SQL, 1, c->values, NULL, NULL, 0};
+    c->dbr.stmt[STATUS_STMT_STREAMS] = (db_stmt){STATUS_STREAMS_SQL, 1, c->values, NULL, NULL, 0};
     c->dbr.done = on_status;
     c->dbr.arg = c;
     http_async(r);

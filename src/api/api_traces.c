@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "admin/admin.h"
+#include "admin/answers_traces.h"
 #include "app.h"
 #include "core/util.h"
 #include "core/uuid.h"
@@ -29,67 +30,6 @@
 #define TRACE_NAMES_MAX 32
 #define TRACE_DATA_MAX (1024 * 1024) /* bytes of the raw JSON value */
 #define TRACE_LIST_MAX 10000         /* traces of one record answered at most */
-
-/* A batch of traces in one statement (group commit, below). The ids are minted here, so the
- * rows answered name the requests: one row per request whose partition is the tenant's (none:
- * 404), with whether it was inserted and the partition's UUID. Inserted = the record's offset
- * is known: given ($10, found by api_message_locate), or the dedup window or a cursor's lease
- * names the transactionId — and the record is still in the log (not below its start). The
- * partitions' key shares (what the foreign key takes anyway) are taken in partition-id order,
- * as every deletion takes them. */
-static const char TRACE_INSERT_SQL[] =
-    "WITH i AS MATERIALIZED ("
-    " SELECT i.id, p.id AS pid, p.uuid AS puuid, p.next_offset AS log_end, i.txn, i.grp, i.ev, i.names, i.data,"
-    "  CASE WHEN x.off >= p.start_offset AND x.off < p.next_offset THEN x.off END AS off"
-    " FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
-    "             $10::int8[]) AS i(id, tenant, part, txn, grp, ev, names, data, voff)"
-    " JOIN queen.partitions p ON p.uuid = queen.partition_uuid_v1(i.part)"
-    " JOIN queen.queues q ON q.id = p.queue_id AND q.tenant_id = i.tenant"
-    " CROSS JOIN LATERAL (SELECT coalesce(i.voff,"
-    "   (SELECT d.off FROM queen.dedup d WHERE d.partition_id = p.id AND d.txn_id = i.txn),"
-    "   (SELECT c.lease_start + array_position(c.lease_txns, i.txn) - 1 FROM queen.cursors c"
-    "     WHERE c.partition_id = p.id AND array_position(c.lease_txns, i.txn) IS NOT NULL LIMIT 1)) AS off) x"
-    " ORDER BY p.id FOR KEY SHARE OF p), "
-    "ins AS (INSERT INTO queen.message_traces (id, partition_id, transaction_id, consumer_group, event_type, trace_names,"
-    " data, worker_id, log_end, off)"
-    " SELECT i.id, i.pid, i.txn, i.grp, i.ev, ARRAY(SELECT json_array_elements_text(i.names::json)), i.data, $9::text,"
-    " i.log_end, i.off FROM i WHERE i.off IS NOT NULL RETURNING 1) "
-    "SELECT i.id, i.off IS NOT NULL, i.puuid FROM i";
-
-/* $1 tenant, $2 partition uuid, $3 transactionId, $4 limit */
-static const char TRACE_BY_RECORD_SQL[] =
-    "SELECT t.id, t.event_type, t.data, t.consumer_group, t.worker_id, "
-    "(extract(epoch FROM t.created_at) * 1000000)::int8, array_to_json(t.trace_names)::text "
-    "FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
-    "JOIN queen.queues q ON q.id = p.queue_id "
-    "WHERE p.uuid = queen.partition_uuid_v1($2::uuid) AND q.tenant_id = $1::uuid AND t.transaction_id = $3::text ORDER BY t.seq LIMIT $4::int8";
-
-/* $1 tenant, $2 name, $3 limit, $4 offset; newest first; with the record (one encoded record,
- * queen.record_at_v1) while it is in the log */
-static const char TRACE_BY_NAME_SQL[] =
-    "SELECT t.id, t.transaction_id, p.uuid, t.event_type, t.data, t.consumer_group, t.worker_id, "
-    "(extract(epoch FROM t.created_at) * 1000000)::int8, q.name, p.name, array_to_json(t.trace_names)::text, t.off, "
-    "CASE WHEN t.off >= p.start_offset THEN (SELECT r.rec FROM queen.record_at_v1(p.id, t.off) r) END "
-    "FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
-    "JOIN queen.queues q ON q.id = p.queue_id "
-    "WHERE q.tenant_id = $1::uuid AND t.trace_names @> ARRAY[$2::text] ORDER BY t.seq DESC LIMIT $3::int8 OFFSET $4::int8";
-
-static const char TRACE_BY_NAME_COUNT_SQL[] =
-    "SELECT count(*)::int8 FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
-    "JOIN queen.queues q ON q.id = p.queue_id WHERE q.tenant_id = $1::uuid AND t.trace_names @> ARRAY[$2::text]";
-
-/* $1 tenant, $2 limit, $3 offset; most recently seen first */
-static const char TRACE_NAMES_SQL[] =
-    "SELECT n.name, count(*)::int8, count(DISTINCT (t.partition_id, t.transaction_id))::int8, "
-    "(extract(epoch FROM max(t.created_at)) * 1000000)::int8 "
-    "FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
-    "JOIN queen.queues q ON q.id = p.queue_id CROSS JOIN LATERAL unnest(t.trace_names) AS n(name) "
-    "WHERE q.tenant_id = $1::uuid GROUP BY n.name ORDER BY max(t.created_at) DESC, n.name LIMIT $2::int8 OFFSET $3::int8";
-
-static const char TRACE_NAMES_COUNT_SQL[] =
-    "SELECT count(DISTINCT n.name)::int8 FROM queen.message_traces t JOIN queen.partitions p ON p.id = t.partition_id "
-    "JOIN queen.queues q ON q.id = p.queue_id CROSS JOIN LATERAL unnest(t.trace_names) AS n(name) "
-    "WHERE q.tenant_id = $1::uuid";
 
 static const char *const TRACE_FIELDS[] = {"transactionId", "partitionId", "consumerGroup", "traceNames",
                                            "eventType", "data", NULL};
@@ -188,11 +128,9 @@ static void answer_item(trace_item *it, int row, int inserted, const uint8_t *pu
         api_message_locate(it->r, puuid, it->txn, it->txn_len, on_located, it);
         return;
     }
-    char id[37];
-    uuid_format(&it->id, id);
     buf b;
     buf_init(&b, 0);
-    buf_printf(&b, "{\"success\":true,\"traceId\":\"%s\"}", id);
+    answer_trace_added(&b, &it->id);
     http_respond_json(it->r, 201, &b);
     buf_free(&b);
 }
@@ -209,14 +147,10 @@ static void on_batch(db_req *d)
             api_respond_db_error(it->r, d);
             continue;
         }
-        int row = -1;
-        for (int i = 0; i < PQntuples(res) && row < 0; i++)
-            if (PQgetlength(res, i, 0) == 16 && memcmp(PQgetvalue(res, i, 0), it->id.b, 16) == 0)
-                row = i;
-        uint8_t puuid[16] = {0};
-        if (row >= 0 && PQgetlength(res, row, 2) == 16)
-            memcpy(puuid, PQgetvalue(res, row, 2), 16);
-        answer_item(it, row, row >= 0 && res_bool(res, row, 1), puuid);
+        uint8_t puuid[16];
+        int inserted;
+        int row = trace_insert_row(res, &it->id, &inserted, puuid);
+        answer_item(it, row, inserted, puuid);
     }
     db_req_clear(d);
     batch_free(b);
@@ -446,44 +380,11 @@ out:
 
 /* ---- reads ------------------------------------------------------------------------------- */
 
-/* A text column as it is (raw JSON text), or null. */
-static void raw_or_null(buf *b, const PGresult *x, int row, int col)
-{
-    if (res_null(x, row, col)) {
-        buf_puts(b, "null");
-        return;
-    }
-    size_t n;
-    const char *s = res_text(x, row, col, &n);
-    buf_append(b, s, n);
-}
-
 static void on_record_traces(api_query *q, PGresult *const *res)
 {
-    PGresult *x = res[0];
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"traces\":[");
-    for (int i = 0; i < PQntuples(x); i++) {
-        char id[37];
-        res_uuid(x, i, 0, id);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"event_type\":", id);
-        res_json_str(&b, x, i, 1);
-        buf_puts(&b, ",\"data\":");
-        raw_or_null(&b, x, i, 2);
-        buf_puts(&b, ",\"consumer_group\":");
-        res_json_str(&b, x, i, 3);
-        buf_puts(&b, ",\"worker_id\":");
-        res_json_str(&b, x, i, 4);
-        buf_puts(&b, ",\"created_at\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 5));
-        buf_puts(&b, ",\"trace_names\":");
-        raw_or_null(&b, x, i, 6);
-        buf_putc(&b, '}');
-    }
-    buf_puts(&b, "]}");
+    answer_traces_of_record(&b, res[0]);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -512,60 +413,15 @@ typedef struct page_ctx {
     int64_t limit, offset;
 } page_ctx;
 
-/* message_payload: the record's payload as GET /api/v1/messages/:p/:t answers it (opened when
- * sealed; null and payloadError when this node cannot open it), null when the record is gone
- * from the log or the trace predates 106_trace_offsets. */
-static void put_message_payload(buf *b, const PGresult *x, int row, buf *scratch)
-{
-    buf_puts(b, ",\"message_payload\":");
-    record_view v;
-    if (res_null(x, row, 11) || res_null(x, row, 12) ||
-        admin_record_decode((const uint8_t *)PQgetvalue(x, row, 12), (size_t)PQgetlength(x, row, 12),
-                            (uint64_t)res_i64(x, row, 11), scratch, &v) < 0) {
-        buf_puts(b, "null");
-        return;
-    }
-    admin_payload_json(b, &v);
-}
+/* the statements of a paged read, in order: the page, then the total */
+enum { PAGE_STMT_ROWS, PAGE_STMT_COUNT };
 
 static void on_name_traces(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
-    PGresult *x = res[0];
-    buf b, scratch;
+    buf b;
     buf_init(&b, 0);
-    buf_init(&scratch, 0);
-    buf_puts(&b, "{\"traces\":[");
-    for (int i = 0; i < PQntuples(x); i++) {
-        char id[37], pu[37];
-        res_uuid(x, i, 0, id);
-        res_uuid(x, i, 2, pu);
-        if (i)
-            buf_putc(&b, ',');
-        buf_printf(&b, "{\"id\":\"%s\",\"transaction_id\":", id);
-        res_json_str(&b, x, i, 1);
-        buf_printf(&b, ",\"partition_id\":\"%s\",\"event_type\":", pu);
-        res_json_str(&b, x, i, 3);
-        buf_puts(&b, ",\"data\":");
-        raw_or_null(&b, x, i, 4);
-        buf_puts(&b, ",\"consumer_group\":");
-        res_json_str(&b, x, i, 5);
-        buf_puts(&b, ",\"worker_id\":");
-        res_json_str(&b, x, i, 6);
-        buf_puts(&b, ",\"created_at\":");
-        admin_iso_ms_or_null(&b, res_i64(x, i, 7));
-        buf_puts(&b, ",\"queue_name\":");
-        res_json_str(&b, x, i, 8);
-        buf_puts(&b, ",\"partition_name\":");
-        res_json_str(&b, x, i, 9);
-        put_message_payload(&b, x, i, &scratch);
-        buf_puts(&b, ",\"trace_names\":");
-        raw_or_null(&b, x, i, 10);
-        buf_putc(&b, '}');
-    }
-    buf_printf(&b, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}", (long long)res_i64(res[1], 0, 0),
-               (long long)c->limit, (long long)c->offset);
-    buf_free(&scratch);
+    answer_traces_by_name(&b, res[PAGE_STMT_ROWS], res[PAGE_STMT_COUNT], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }
@@ -603,22 +459,9 @@ void api_traces_by_name(http_req *r)
 static void on_names(api_query *q, PGresult *const *res)
 {
     page_ctx *c = q->arg;
-    PGresult *x = res[0];
     buf b;
     buf_init(&b, 0);
-    buf_puts(&b, "{\"trace_names\":[");
-    for (int i = 0; i < PQntuples(x); i++) {
-        if (i)
-            buf_putc(&b, ',');
-        buf_puts(&b, "{\"trace_name\":");
-        res_json_str(&b, x, i, 0);
-        buf_printf(&b, ",\"trace_count\":%lld,\"message_count\":%lld,\"last_seen\":", (long long)res_i64(x, i, 1),
-                   (long long)res_i64(x, i, 2));
-        admin_iso_ms_or_null(&b, res_i64(x, i, 3));
-        buf_putc(&b, '}');
-    }
-    buf_printf(&b, "],\"total\":%lld,\"pagination\":{\"limit\":%lld,\"offset\":%lld}}", (long long)res_i64(res[1], 0, 0),
-               (long long)c->limit, (long long)c->offset);
+    answer_trace_names(&b, res[PAGE_STMT_ROWS], res[PAGE_STMT_COUNT], c->limit, c->offset);
     http_respond_json(q->http, 200, &b);
     buf_free(&b);
 }

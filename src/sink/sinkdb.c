@@ -253,20 +253,20 @@ int sinkdb_positions_at(sinkdb *d, int64_t qid, int64_t t, void (*on_part)(void 
     return 0;
 }
 
+const char SINKDB_QUEUES_SQL[] = "SELECT name FROM queen.queues WHERE tenant_id = $1::uuid ORDER BY name COLLATE \"C\"";
+
 int sinkdb_queues(sinkdb *d, const uint8_t tenant[16], char ***names, int *n)
 {
     char t[37];
     uuid_text(tenant, t);
     const char *vals[1] = {t};
-    PGresult *r = run(d, "listing queues",
-                      "SELECT name FROM queen.queues WHERE tenant_id = $1::uuid ORDER BY name COLLATE \"C\"", 1, vals,
-                      NULL, NULL);
+    PGresult *r = run(d, "listing queues", SINKDB_QUEUES_SQL, 1, vals, NULL, NULL);
     if (!r)
         return -1;
     int rows = PQntuples(r);
     char **out = xcalloc((size_t)rows + 1, sizeof *out);
     for (int i = 0; i < rows; i++)
-        out[i] = xstrndup(PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+        out[i] = xstrndup(PQgetvalue(r, i, SINKDB_QUEUE_NAME), (size_t)PQgetlength(r, i, SINKDB_QUEUE_NAME));
     PQclear(r);
     *names = out;
     *n = rows;
@@ -300,6 +300,10 @@ int sinkdb_kv(sinkdb *d, const uint8_t tenant[16], const kv_op *ops, int n, kv_o
     return 0;
 }
 
+const char SINKDB_KV_COUNT_SQL[] =
+    "SELECT count(*)::int8 AS n FROM queen.kv WHERE tenant_id = $1::uuid AND namespace = $2::text "
+    "AND key LIKE $3::text AND version > 0 AND (expires_at IS NULL OR expires_at > queen.now_us())";
+
 int sinkdb_kv_count(sinkdb *d, const uint8_t tenant[16], const char *ns, const char *prefix, int64_t *count)
 {
     char t[37];
@@ -308,14 +312,11 @@ int sinkdb_kv_count(sinkdb *d, const uint8_t tenant[16], const char *ns, const c
     buf_init(&like, 0);
     kv_like_prefix(prefix, strlen(prefix), &like);
     const char *vals[3] = {t, ns, buf_cstr(&like)};
-    PGresult *r = run(d, "counting kv keys",
-                      "SELECT count(*)::int8 FROM queen.kv WHERE tenant_id = $1::uuid AND namespace = $2::text "
-                      "AND key LIKE $3::text AND version > 0 AND (expires_at IS NULL OR expires_at > queen.now_us())",
-                      3, vals, NULL, NULL);
+    PGresult *r = run(d, "counting kv keys", SINKDB_KV_COUNT_SQL, 3, vals, NULL, NULL);
     buf_free(&like);
     if (!r)
         return -1;
-    *count = col_i64(r, 0, 0);
+    *count = col_i64(r, 0, SINKDB_KV_COUNT);
     PQclear(r);
     return 0;
 }

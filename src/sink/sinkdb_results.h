@@ -4,7 +4,7 @@
 #ifndef QUEEN_SINK_SINKDB_RESULTS_H
 #define QUEEN_SINK_SINKDB_RESULTS_H
 
-#include "db/results.h"
+#include "db/statements.h"
 
 /* queen.sink_clock_v1: one row, none when the queue does not exist */
 #define SINK_CLOCK_V1_COLUMNS(X)                                                                               \
@@ -21,7 +21,7 @@ enum sink_clock_col { SINK_CLOCK_V1_COLUMNS(DB_COL_ENUM) SINK_CLOCK_NCOLS };
     X(SINK_SLICE_START, start_offset, int8)                                                                    \
     X(SINK_SLICE_NEXT, next_offset, int8)                                                                      \
     X(SINK_SLICE_BASE, base_offset, int8)                                                                      \
-    X(SINK_SLICE_TS, ts, int8) /* the end row: where the slice ends */                                       \
+    X(SINK_SLICE_TS, ts, int8) /* the end row: where the slice ends */                                         \
     X(SINK_SLICE_COUNT, record_count, int4)                                                                    \
     X(SINK_SLICE_DATA, data, bytea)
 enum sink_slice_col { SINK_SLICE_V1_COLUMNS(DB_COL_ENUM) SINK_SLICE_NCOLS };
@@ -59,5 +59,20 @@ enum sink_positions_at_col { SINK_POSITIONS_AT_V1_COLUMNS(DB_COL_ENUM) SINK_POSI
     X(CPK_EFFECTIVE, effective_status, text)                                                                   \
     X(CPK_UPDATED, updated_at_us, int8)
 enum cp_s3_sinks_col { CP_S3_SINKS_V1_COLUMNS(DB_COL_ENUM) CPK_NCOLS };
+
+/* The sink's own statements (db/statements.h), sinkdb.c */
+/* $1 tenant: its queues by name */
+extern const char SINKDB_QUEUES_SQL[];
+#define SINKDB_QUEUES_COLUMNS(X) X(SINKDB_QUEUE_NAME, name, text)
+enum { SINKDB_QUEUES_COLUMNS(DB_COL_ENUM) };
+/* $1 tenant, $2 namespace, $3 LIKE pattern: the live keys that match */
+extern const char SINKDB_KV_COUNT_SQL[];
+#define SINKDB_KV_COUNT_COLUMNS(X) X(SINKDB_KV_COUNT, n, int8)
+enum { SINKDB_KV_COUNT_COLUMNS(DB_COL_ENUM) };
+
+/* For tests/unit/test_db_statements.c */
+#define SINKDB_STATEMENTS(S)                                                                                   \
+    S(SINKDB_QUEUES_SQL, SINKDB_QUEUES_COLUMNS)                                                                \
+    S(SINKDB_KV_COUNT_SQL, SINKDB_KV_COUNT_COLUMNS)
 
 #endif

@@ -2,6 +2,7 @@
 #include "logread.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/timeutil.h"
@@ -59,7 +60,7 @@ static void p_array(sql_params *p, pgarray *a)
  * entry with nothing to read a NULL segment. */
 const char FETCH_SQL[] =
     "SELECT y.ord, y.pid, y.puuid, y.start_offset, y.next_offset, y.base_offset, y.ts, y.record_count, "
-    "CASE WHEN y.within THEN y.data END "
+    "CASE WHEN y.within THEN y.data END AS data "
     "FROM (SELECT x.*, row_number() OVER (PARTITION BY x.ord ORDER BY x.last_offset) AS rn, "
     "   coalesce(sum(x.payload_bytes) OVER (PARTITION BY x.ord ORDER BY x.last_offset) - x.payload_bytes < x.maxb "
     "        AND sum(x.payload_bytes) OVER (ORDER BY x.ord, x.last_offset) - x.payload_bytes < $6::int8, false) "
@@ -121,14 +122,14 @@ static void entry_begin(fetch_result *e, uint32_t index, const fetch_entry *fe, 
     memset(e, 0, sizeof *e);
     e->index = index;
     e->next_offset = fe->offset;
-    if (PQgetisnull(res, row, 1)) {
+    if (PQgetisnull(res, row, FETCH_PID)) {
         e->error = FETCH_UNKNOWN_TOPIC_OR_PARTITION;
         return;
     }
-    e->id = (uint64_t)text_i64(res, row, 1);
-    e->uuid = (const uint8_t *)PQgetvalue(res, row, 2);
-    e->log_start = text_i64(res, row, 3);
-    e->high_watermark = text_i64(res, row, 4);
+    e->id = (uint64_t)text_i64(res, row, FETCH_PID);
+    e->uuid = (const uint8_t *)PQgetvalue(res, row, FETCH_PUUID);
+    e->log_start = text_i64(res, row, FETCH_START);
+    e->high_watermark = text_i64(res, row, FETCH_NEXT);
     if (fe->offset < e->log_start || fe->offset > e->high_watermark)
         e->error = FETCH_OFFSET_OUT_OF_RANGE;
 }
@@ -142,7 +143,7 @@ int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, 
         const fetch_entry *fe = &a->entries[i];
         fetch_result e;
         /* the rows of entry i (ord is 1-based); a missing entry reads as an unknown partition */
-        int first = row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1 ? row : -1;
+        int first = row < rows && db_get_i64(res, row, FETCH_ORD) == (int64_t)i + 1 ? row : -1;
         if (first < 0) {
             memset(&e, 0, sizeof e);
             e.index = i;
@@ -154,19 +155,21 @@ int fetch_decode(PGresult *res, const fetch_args *a, const fetch_callbacks *cb, 
         if (cb->begin)
             cb->begin(arg, &e);
         int entry_done = stopped || e.error != FETCH_ENTRY_OK;
-        for (; row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1; row++) {
-            if (entry_done || PQgetisnull(res, row, 5))
+        for (; row < rows && db_get_i64(res, row, FETCH_ORD) == (int64_t)i + 1; row++) {
+            if (entry_done || PQgetisnull(res, row, FETCH_BASE))
                 continue;
-            if (PQgetisnull(res, row, 8)) {
+            if (PQgetisnull(res, row, FETCH_DATA)) {
                 /* past a budget (the statement's view of it): nothing more for this entry */
                 entry_done = 1;
                 continue;
             }
-            int64_t base = text_i64(res, row, 5);
-            int64_t ts = text_i64(res, row, 6);
-            uint32_t count = PQgetisnull(res, row, 7) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, row, 7));
+            int64_t base = text_i64(res, row, FETCH_BASE);
+            int64_t ts = text_i64(res, row, FETCH_TS);
+            uint32_t count =
+                PQgetisnull(res, row, FETCH_COUNT) ? 0 : be_get32((const uint8_t *)PQgetvalue(res, row, FETCH_COUNT));
             seg_reader sr;
-            if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, row, 8), (size_t)PQgetlength(res, row, 8),
+            if (seg_reader_init(&sr, (const uint8_t *)PQgetvalue(res, row, FETCH_DATA),
+                                (size_t)PQgetlength(res, row, FETCH_DATA),
                                 (uint64_t)base, count) < 0)
                 return -1;
             seg_reader_skip_below(&sr, (uint64_t)fe->offset);
@@ -247,7 +250,8 @@ const char TICK_QUEUES_SQL[] =
  * cursor is the last partition id of a page), so partitions created while a reader pages come
  * on a later page of the same pass. */
 const char CHANGED_SQL[] =
-    "SELECT e.ord, q.id, c.last_ts, p.id, p.name, p.uuid, p.start_offset, p.next_offset, p.last_ts "
+    "SELECT e.ord, q.id AS queue_id, c.last_ts AS safe_time, p.id AS pid, p.name AS pname, p.uuid AS puuid, "
+    "p.start_offset, p.next_offset, p.last_ts "
     "FROM unnest($2::text[], $3::int8[], $4::int8[], $5::int8[]) WITH ORDINALITY AS e(queue, since, after, lim, ord) "
     "LEFT JOIN queen.queues q ON q.tenant_id = $1::uuid AND q.name = e.queue "
     "LEFT JOIN queen.queue_clocks c ON c.queue_id = q.id "
@@ -283,17 +287,17 @@ int changed_decode(PGresult *res, const changed_args *a, const changed_callbacks
     int rows = PQntuples(res);
     int row = 0;
     for (uint32_t i = 0; i < a->n; i++) {
-        if (row >= rows || db_get_i64(res, row, 0) != (int64_t)i + 1)
+        if (row >= rows || db_get_i64(res, row, CHANGED_ORD) != (int64_t)i + 1)
             return -1;
         changed_result e;
         memset(&e, 0, sizeof e);
         e.index = i;
-        e.known = !PQgetisnull(res, row, 1);
-        e.safe_time = text_i64(res, row, 2);
+        e.known = !PQgetisnull(res, row, CHANGED_QUEUE_ID);
+        e.safe_time = text_i64(res, row, CHANGED_SAFE_TIME);
         if (cb->begin)
             cb->begin(arg, &e);
-        for (; row < rows && db_get_i64(res, row, 0) == (int64_t)i + 1; row++) {
-            if (PQgetisnull(res, row, 3))
+        for (; row < rows && db_get_i64(res, row, CHANGED_ORD) == (int64_t)i + 1; row++) {
+            if (PQgetisnull(res, row, CHANGED_PID))
                 continue;
             if (e.rows >= (uint32_t)a->entries[i].limit) {
                 /* the one row past the limit: the page is full and more follow */
@@ -301,13 +305,13 @@ int changed_decode(PGresult *res, const changed_args *a, const changed_callbacks
                 continue;
             }
             changed_row r;
-            r.id = (uint64_t)text_i64(res, row, 3);
-            r.name = PQgetvalue(res, row, 4);
-            r.name_len = (size_t)PQgetlength(res, row, 4);
-            r.uuid = (const uint8_t *)PQgetvalue(res, row, 5);
-            r.start_offset = text_i64(res, row, 6);
-            r.end_offset = text_i64(res, row, 7);
-            r.last_ts = text_i64(res, row, 8);
+            r.id = (uint64_t)text_i64(res, row, CHANGED_PID);
+            r.name = PQgetvalue(res, row, CHANGED_PNAME);
+            r.name_len = (size_t)PQgetlength(res, row, CHANGED_PNAME);
+            r.uuid = (const uint8_t *)PQgetvalue(res, row, CHANGED_PUUID);
+            r.start_offset = text_i64(res, row, CHANGED_START);
+            r.end_offset = text_i64(res, row, CHANGED_NEXT);
+            r.last_ts = text_i64(res, row, CHANGED_LAST_TS);
             e.rows++;
             e.next_after = (int64_t)r.id;
             if (cb->row)
@@ -323,8 +327,35 @@ const char TICK_TENANT_SQL[] =
     "SELECT queen.tick_v1(ARRAY(SELECT id FROM queen.queues WHERE tenant_id = $1::uuid), 1000000)";
 
 const char STATUS_QUEUES_SQL[] =
-    "SELECT q.tenant_id, q.name, c.last_ts, count(p.id), coalesce(sum(p.next_offset - p.start_offset), 0)::int8, "
-    "coalesce(max(p.last_ts), 0)::int8, q.namespace, q.task, q.configured "
+    "SELECT q.tenant_id, q.name, c.last_ts AS safe_time, count(p.id) AS partitions, "
+    "coalesce(sum(p.next_offset - p.start_offset), 0)::int8 AS records, coalesce(max(p.last_ts), 0)::int8 AS last_ts, "
+    "q.namespace, q.task, q.configured "
     "FROM queen.queues q JOIN queen.queue_clocks c ON c.queue_id = q.id "
     "LEFT JOIN queen.partitions p ON p.queue_id = q.id WHERE q.tenant_id = $1::uuid "
     "GROUP BY q.id, c.last_ts ORDER BY q.name LIMIT 10000";
+
+void status_queues_json(buf *b, const PGresult *queues, int64_t now)
+{
+    buf_putc(b, '[');
+    int n = PQntuples(queues);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_putc(b, ',');
+        int64_t safe = atoll(PQgetvalue(queues, i, STATUS_Q_SAFE_TIME));
+        buf_puts(b, "{\"tenant\":");
+        jw_cstr(b, PQgetvalue(queues, i, STATUS_Q_TENANT));
+        buf_puts(b, ",\"queue\":");
+        jw_cstr(b, PQgetvalue(queues, i, STATUS_Q_NAME));
+        buf_puts(b, ",\"namespace\":");
+        jw_cstr(b, PQgetvalue(queues, i, STATUS_Q_NAMESPACE));
+        buf_puts(b, ",\"task\":");
+        jw_cstr(b, PQgetvalue(queues, i, STATUS_Q_TASK));
+        buf_printf(b, ",\"configured\":%s,\"partitions\":%s,\"records\":%s,\"lastTs\":%s,\"safeTime\":%lld,"
+                      "\"safeLagSeconds\":%.6f}",
+                   PQgetvalue(queues, i, STATUS_Q_CONFIGURED)[0] == 't' ? "true" : "false",
+                   PQgetvalue(queues, i, STATUS_Q_PARTITIONS), PQgetvalue(queues, i, STATUS_Q_RECORDS),
+                   PQgetvalue(queues, i, STATUS_Q_LAST_TS), (long long)safe,
+                   safe > 0 ? (double)(now - safe) / 1e6 : 0.0);
+    }
+    buf_putc(b, ']');
+}

@@ -13,6 +13,7 @@
 
 #include "core/buf.h"
 #include "db/pgarray.h"
+#include "db/statements.h"
 #include "readreq.h"
 #include "record.h"
 
@@ -33,6 +34,18 @@ void sql_params_free(sql_params *p);
 /* ---- fetch: records of partitions by offset ------------------------------------------------ */
 
 extern const char FETCH_SQL[];
+/* Its result, by name (db/statements.h): a row per (entry, segment) */
+#define FETCH_COLUMNS(X)                                                                                       \
+    X(FETCH_ORD, ord, int8) /* the entry, from 1 */                                                            \
+    X(FETCH_PID, pid, int8) /* NULL: no such queue or partition */                                             \
+    X(FETCH_PUUID, puuid, uuid)                                                                                \
+    X(FETCH_START, start_offset, int8)                                                                         \
+    X(FETCH_NEXT, next_offset, int8)                                                                           \
+    X(FETCH_BASE, base_offset, int8) /* NULL: no segment to read */                                            \
+    X(FETCH_TS, ts, int8)                                                                                      \
+    X(FETCH_COUNT, record_count, int4)                                                                         \
+    X(FETCH_DATA, data, bytea) /* NULL: past a budget */
+enum fetch_col { FETCH_COLUMNS(DB_COL_ENUM) FETCH_NCOLS };
 /* p->arr[0..3] hold the entry arrays: free with sql_params_free. */
 void fetch_params(const fetch_args *a, sql_params *p);
 
@@ -87,6 +100,19 @@ void fetch_record_json(buf *b, const record_view *v, int64_t ts);
 extern const char TICK_QUEUES_SQL[];
 /* Reads the clocks and the partitions of every entry in one statement, so from one snapshot. */
 extern const char CHANGED_SQL[];
+/* Its result, by name: a row per (entry, partition), one with NULL partition columns for an
+ * entry without any */
+#define CHANGED_COLUMNS(X)                                                                                     \
+    X(CHANGED_ORD, ord, int8)                                                                                  \
+    X(CHANGED_QUEUE_ID, queue_id, int8) /* NULL: no such queue */                                              \
+    X(CHANGED_SAFE_TIME, safe_time, int8) /* the queue clock */                                                \
+    X(CHANGED_PID, pid, int8)                                                                                  \
+    X(CHANGED_PNAME, pname, text)                                                                              \
+    X(CHANGED_PUUID, puuid, uuid)                                                                              \
+    X(CHANGED_START, start_offset, int8)                                                                       \
+    X(CHANGED_NEXT, next_offset, int8)                                                                         \
+    X(CHANGED_LAST_TS, last_ts, int8)
+enum changed_col { CHANGED_COLUMNS(DB_COL_ENUM) CHANGED_NCOLS };
 /* Parameters of CHANGED_SQL; the first two are TICK_QUEUES_SQL's. Free with sql_params_free. */
 void changed_params(const changed_args *a, sql_params *p);
 
@@ -119,7 +145,29 @@ int changed_decode(PGresult *res, const changed_args *a, const changed_callbacks
 
 /* Per-queue summaries for /status: the queues of one tenant ($1), their clocks ticked first. */
 extern const char TICK_TENANT_SQL[];
+/* Text results (api_ops.c reads them as text): a row per queue, by name */
 extern const char STATUS_QUEUES_SQL[];
+#define STATUS_QUEUES_COLUMNS(X)                                                                               \
+    X(STATUS_Q_TENANT, tenant_id, uuid)                                                                        \
+    X(STATUS_Q_NAME, name, text)                                                                               \
+    X(STATUS_Q_SAFE_TIME, safe_time, int8) /* the queue clock */                                               \
+    X(STATUS_Q_PARTITIONS, partitions, int8)                                                                   \
+    X(STATUS_Q_RECORDS, records, int8)                                                                         \
+    X(STATUS_Q_LAST_TS, last_ts, int8)                                                                         \
+    X(STATUS_Q_NAMESPACE, namespace, text)                                                                     \
+    X(STATUS_Q_TASK, task, text)                                                                               \
+    X(STATUS_Q_CONFIGURED, configured, bool)
+enum status_queues_col { STATUS_QUEUES_COLUMNS(DB_COL_ENUM) STATUS_Q_NCOLS };
+
+/* The "queues" array of GET /status from STATUS_QUEUES_SQL's text rows; now (µs) for the
+ * safe lag. Pure. */
+void status_queues_json(buf *b, const PGresult *queues, int64_t now_us);
+
+/* For tests/unit/test_db_statements.c */
+#define LOGREAD_STATEMENTS(S)                                                                                  \
+    S(FETCH_SQL, FETCH_COLUMNS)                                                                                \
+    S(CHANGED_SQL, CHANGED_COLUMNS)                                                                            \
+    S(STATUS_QUEUES_SQL, STATUS_QUEUES_COLUMNS)
 
 void format_uuid_text(const uint8_t b[16], char out[37]);
 

@@ -24,23 +24,23 @@
 #include <sys/stat.h>
 
 #include "admin/admin_statements.h"
+#include "admin/answers_traces.h"
+#include "admin/messages_statements.h"
+#include "sink/sinkdb_results.h"
+#include "storage/logread.h"
 #include "support/pgtest.h"
 
 static const db_stmt_spec STATEMENTS[] = {
     ADMIN_STATEMENTS(DB_STMT_SPEC)
+    MESSAGES_STATEMENTS(DB_STMT_SPEC)
+    TRACES_STATEMENTS(DB_STMT_SPEC)
+    LOGREAD_STATEMENTS(DB_STMT_SPEC)
+    SINKDB_STATEMENTS(DB_STMT_SPEC)
 };
 
 /* Not named yet: their modules read them by column number. Remove a name when its module lists
  * the statement above. */
 static const char *const PENDING[] = {
-    /* admin messages and dead letters (api_messages.c, api_dlq.c) */
-    "ADMIN_DLQ_LIST_SQL", "ADMIN_DLQ_DELETE_SQL", "ADMIN_QUEUE_EXISTS_SQL", "ADMIN_MESSAGE_PARTITION_SQL",
-    "ADMIN_MESSAGE_CURSORS_SQL", "ADMIN_MESSAGE_DEAD_SQL", "RETRY_FIND_SQL",
-    /* traces (api_traces.c) */
-    "TRACE_INSERT_SQL", "TRACE_BY_RECORD_SQL", "TRACE_BY_NAME_SQL", "TRACE_BY_NAME_COUNT_SQL", "TRACE_NAMES_SQL",
-    "TRACE_NAMES_COUNT_SQL",
-    /* lease-free reads (storage/logread.c) */
-    "FETCH_SQL", "CHANGED_SQL", "STATUS_QUEUES_SQL",
     /* KV (kv/kv_ops.c) and timers (timers/timer_ops.c) */
     "KV_GET_SQL", "KV_LIST_SQL", "TIMER_PEEK_SQL", "TIMER_LIST_SQL", "TIMER_UNSEALED_SQL", "TIMER_RESEAL_SQL",
 };
