@@ -13,7 +13,7 @@ LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS
 $$ BEGIN RETURN (SELECT coalesce(json_agg(json_build_object(
               'slot', h.slot, 'owner', h.v ->> 'owner', 'token', h.version, 'since', h.v ->> 'since',
               'expiresAt', queen.kv_iso(h.expires_at), 'renewedAt', queen.kv_iso(h.updated_at)) ORDER BY h.slot), '[]'::json)
-     FROM (SELECT substr(x.key, length(p_name) + 2)::int AS slot, x.value::jsonb AS v, x.version, x.expires_at,
+     FROM (SELECT substr(x.key, length(p_name) + 2)::int AS slot, queen.kv_jsonb(x.value) AS v, x.version, x.expires_at,
                   x.updated_at
              FROM queen.kv x
             WHERE x.tenant_id = p_tenant AND x.namespace = 'queen-locks'

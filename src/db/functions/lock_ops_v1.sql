@@ -60,7 +60,7 @@ BEGIN
                              WHERE y.tenant_id = p_tenant AND y.namespace = 'queen-locks'
                                AND y.key = p_name[i] || '#' || g
                                AND y.version > 0 AND (y.expires_at IS NULL OR y.expires_at > v_now)
-                               AND y.value::jsonb ->> 'owner' = v_owner
+                               AND queen.kv_jsonb(y.value) ->> 'owner' = v_owner
                             OFFSET 0) x
              ORDER BY x.key LIMIT 1;
             IF FOUND THEN
