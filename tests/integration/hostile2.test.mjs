@@ -245,18 +245,21 @@ describe('a NUL (\\u0000) inside a JSON value', () => {
     assert.equal(pg.psql("SELECT count(*) FROM queen.queues WHERE name = 'nul-kvq'"), '0');
   });
 
-  test('a permit row in queen-locks that holds one (written through the KV API): lock verdicts, not 500s', async () => {
-    for (const [key, value] of [['held#0', 'a\u0000'], ['held2#0', { owner: 'me\u0000' }], ['held3#0', [1, 2]]]) {
+  test('a permit row in queen-locks that holds one, or a key that is no slot (written through the KV API): lock verdicts, not 500s', async () => {
+    for (const [key, value] of [['held#0', 'a\u0000'], ['held2#0', { owner: 'me\u0000' }], ['held3#0', [1, 2]],
+      // and keys that are no slot of the lock: written through the KV API, they are no permits
+      ['slot#x', { owner: 'a' }], ['slot2#99999999999', { owner: 'a' }], ['slot3#', { owner: 'a' }], ['slot4#007', { owner: 'a' }]]) {
       const r = await api(B(), 'POST', '/api/v1/kv', { operations: [{ op: 'put', ns: 'queen-locks', key, value, forever: true }] });
       assert.equal(r.status, 200, r.text);
     }
-    for (const name of ['held', 'held2', 'held3', 'free']) {
+    for (const name of ['held', 'held2', 'held3', 'free', 'slot', 'slot2', 'slot3', 'slot4']) {
       let r = await api(B(), 'POST', '/api/v1/locks', { operations: [{ op: 'acquire', name, ttlSeconds: 30, owner: 'me' },
         { op: 'acquire', name, ttlSeconds: 30, owner: 'me', limit: 3 }, { op: 'get', name }] });
       checkAnswer(r, `locks ${name}`, { status: 200 });
       assert.equal(r.json.results.length, 3, r.text);
       assert.equal(r.json.results[2].held, true, r.text);
       const token = r.json.results[0].token ?? 1;
+      if (name.startsWith('slot')) assert.deepEqual(r.json.results[2].holders.map((h) => h.slot), [0], r.text);
       r = await api(B(), 'POST', '/api/v1/locks', { operations: [{ op: 'renew', name, token, ttlSeconds: 30 }, { op: 'release', name, token }] });
       checkAnswer(r, `locks renew/release ${name}`, { status: 200 });
     }
