@@ -9,6 +9,7 @@
 
 #include "core/buf.h"
 #include "core/util.h"
+#include "json/json.h"
 
 static int is_blank(const char *v)
 {
@@ -296,6 +297,12 @@ static char *node_id(const char *name, const char *value, const char *hostname, 
     }
     if (n > 128) {
         snprintf(err, errlen, "ERROR boot: FATAL: queen: %s=%.40s... is longer than 128 bytes. %s", name, value,
+                 node_id_what);
+        return NULL;
+    }
+    if (utf8_valid((const uint8_t *)value, n) < 0) {
+        /* the bytes are not shown: the line itself must stay valid UTF-8 (JSON log format) */
+        snprintf(err, errlen, "ERROR boot: FATAL: queen: %s=<%zu bytes, not valid UTF-8> is not valid UTF-8. %s", name, n,
                  node_id_what);
         return NULL;
     }

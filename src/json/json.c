@@ -449,6 +449,26 @@ static size_t decode_escape(const char *s, const char *end, char out[4], size_t 
     return used;
 }
 
+int json_raw_has_nul(const char *s, size_t n)
+{
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!in_str) {
+            in_str = ch == '"';
+            continue;
+        }
+        if (ch == '"') {
+            in_str = 0;
+        } else if (ch == '\\' && i + 1 < n) {
+            if (s[i + 1] == 'u' && i + 5 < n && memcmp(s + i + 2, "0000", 4) == 0)
+                return 1;
+            i++; /* the escaped character (for \uXXXX the hex digits are plain bytes after it) */
+        }
+    }
+    return 0;
+}
+
 int json_str_span(const json_doc *d, int t, const char **p, size_t *len)
 {
     if (json_type_of(d, t) != JSON_STRING || (d->toks[t].flags & JSON_TOK_ESCAPED))

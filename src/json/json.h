@@ -95,6 +95,10 @@ int json_int_field(const json_doc *d, int obj, const char *key, int64_t lo, int6
 int json_unknown_key(const json_doc *d, int obj, const char *const *known);
 int json_double(const json_doc *d, int t, double *out);
 
+/* 1 when the JSON text s[0..n) (one valid JSON value, as the reader checked it) has a string,
+ * or an object key, holding the escape \u0000: a text PostgreSQL's jsonb cannot hold. 0 else. */
+int json_raw_has_nul(const char *s, size_t n);
+
 /* Writer helpers (append to a buf). */
 int jw_string(buf *b, const char *s, size_t n); /* quoted and escaped */
 int jw_cstr(buf *b, const char *s);

@@ -16,6 +16,7 @@
 
 #include "core/util.h"
 #include "core/uuid.h"
+#include "json/json.h"
 #include "sink/layout.h"
 
 const char *s3_format_name(enum s3_format f)
@@ -271,6 +272,12 @@ static int knobs_load(s3_node_knobs *k, config_getenv_fn get, const char *node_i
     if (r.instance && r.instance[0]) {
         if (strlen(r.instance) > 128) {
             refuse(err, "QUEEN_S3_INSTANCE", r.instance, "is longer than 128 bytes", instance_what);
+            goto out;
+        }
+        if (utf8_valid((const uint8_t *)r.instance, strlen(r.instance)) < 0) {
+            char shown[48];
+            snprintf(shown, sizeof shown, "<%zu bytes, not valid UTF-8>", strlen(r.instance));
+            refuse(err, "QUEEN_S3_INSTANCE", shown, "is not valid UTF-8", instance_what);
             goto out;
         }
         for (const char *p = r.instance; *p; p++)

@@ -113,6 +113,9 @@ static cycle_rc read_ops(arena *ar, const json_doc *d, int so, const char *pfx, 
         if (json_str_eq(d, ty, "upsert")) {
             int v = json_get(d, e, "value");
             op->value = v >= 0 && json_type_of(d, v) != JSON_NULL ? json_raw(d, v, &op->value_len) : NULL;
+            /* state is jsonb, which cannot hold a NUL: refused here rather than by the database */
+            if (op->value && json_raw_has_nul(op->value, op->value_len))
+                return fail(err, CYCLE_BAD, NULL, NULL, "%s.value must not hold a NUL character (\\u0000)", where);
             if (!op->value) {
                 op->value = "{}";
                 op->value_len = 2;

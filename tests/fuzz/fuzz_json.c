@@ -198,10 +198,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_doc full;
     memset(&full, 0, sizeof full);
     int ok = json_parse(&full, src, size, NULL) == 0;
-    if (ok)
+    if (ok) {
         check_doc(&full, src, size);
-    else
+        /* json_raw_has_nul: exactly when some string (or key) decodes to a NUL */
+        int nul = 0;
+        for (uint32_t i = 0; i < full.ntok && !nul; i++) {
+            if (full.toks[i].type != JSON_STRING)
+                continue;
+            buf b;
+            buf_init(&b, 0);
+            CHECK(json_str_decode(&full, (int)i, &b) == 0);
+            nul = b.len && memchr(b.data, 0, b.len) != NULL;
+            buf_free(&b);
+        }
+        size_t rl;
+        const char *root = json_raw(&full, 0, &rl);
+        CHECK(json_raw_has_nul(root, rl) == nul);
+    } else {
         CHECK(full.err[0] != '\0');
+    }
 
     /* token_depth changes what is tokenised, never what is accepted */
     for (uint32_t depth = 1; depth <= 3; depth++) {

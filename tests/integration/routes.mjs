@@ -102,8 +102,27 @@ export const ROUTES = [
   }],
   ['POST', '/streams/v1/state/get', { query_id: UUID, partition_id: UUID, keys: ['k'], key_prefix: 'k', ripe_at_or_before: 1 }],
 ];
+// The control plane's routes (the embedded proxy's port, x-queen-cp-token; src/api/api_cp.c
+// api_register_proxy), for hostile2.test.mjs. The same rule as above: each body is valid in shape
+// and names a cluster that does not exist (or, for the create, is refused by any one mutation).
+export const CP_ROUTES = [
+  ['POST', '/api/cp/clusters', { name: 'hq-new', tenant: '0190c2d4-0000-7000-8000-0000000000ff', status: 'active', quotas: { requestsPerSecond: 0, maxStorageBytes: 0 } }],
+  ['GET', '/api/cp/clusters'],
+  ['GET', '/api/cp/clusters/:cluster'],
+  ['PATCH', '/api/cp/clusters/:cluster', { status: 'push_blocked', quotas: { requestsPerSecond: 5, maxStorageBytes: 1024 } }],
+  ['DELETE', '/api/cp/clusters/:cluster'],
+  ['PUT', '/api/cp/clusters/:cluster/status', { status: 'suspended' }],
+  ['POST', '/api/cp/clusters/:cluster/token'],
+  ['POST', '/api/cp/clusters/:cluster/purge'],
+  ['PUT', '/api/cp/clusters/:cluster/s3', {
+    queues: 'hq', endpoint: 'http://127.0.0.1:9', region: 'us-east-1', bucket: 'b', accessKey: 'a', pathStyle: true,
+    prefix: 'p', format: 'jsonl', start: 'earliest', targetMb: 8, maxWindowMs: 10000, secretKey: 's', enabled: true,
+  }],
+  ['GET', '/api/cp/clusters/:cluster/s3'],
+  ['DELETE', '/api/cp/clusters/:cluster/s3'],
+];
 // A harmless value per path parameter (parsable where the route parses it).
-export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1', name: 'hq-none', traceName: 'n' };
+export const GOOD_PARAM = { queue: 'hq', partition: 'p', leaseId: UUID, namespace: 'ns', key: 'k', id: '1', group: 'g', partitionId: UUID, transactionId: 't1', timerKey: 'k/1', name: 'hq-none', traceName: 'n', cluster: 'hq-none' };
 
 // The path of a route with its parameters filled (bad: name → already-encoded replacement).
 // (":name" is one segment; "*name" the rest of the path, its '/' kept, as the 2.x client sends a timerKey.)

@@ -442,6 +442,13 @@ static void test_node_id(void **state)
     ENV("HOSTNAME", "box", "QUEEN_NODE_ID", "a\\b");
     load_fails("ERROR boot: FATAL: queen: QUEEN_NODE_ID=a\\b may not contain spaces, quotes, backslashes or control "
                "characters. It names this node in status, logs and the sink's leases");
+    /* not UTF-8: /health, /status, the log and the sink's JSON documents carry the id */
+    ENV("HOSTNAME", "box", "QUEEN_NODE_ID", "n\xff");
+    load_fails("ERROR boot: FATAL: queen: QUEEN_NODE_ID=<2 bytes, not valid UTF-8> is not valid UTF-8. It names this "
+               "node in status, logs and the sink's leases");
+    ENV("HOSTNAME", "box", "QUEEN_NODE_ID", "\xed\xa0\x80");
+    load_fails("ERROR boot: FATAL: queen: QUEEN_NODE_ID=<3 bytes, not valid UTF-8> is not valid UTF-8. It names this "
+               "node in status, logs and the sink's leases");
     ENV("HOSTNAME", "box", "QUEEN_NODE_ID", "a\x7f");
     load_fails("ERROR boot: FATAL: queen: QUEEN_NODE_ID=a\x7f may not contain spaces, quotes, backslashes or control "
                "characters. It names this node in status, logs and the sink's leases");

@@ -229,6 +229,35 @@ static void test_token_limit(void **state)
     json_doc_free(&d);
 }
 
+static void test_raw_has_nul(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int nul;
+    } cases[] = {
+        {"\"\\u0000\"", 1},
+        {"{\"a\":[1,{\"b\":\"x\\u0000y\"}]}", 1},
+        {"{\"k\\u0000\":1}", 1},
+        {"\"\\\\u0000\"", 0},        /* an escaped backslash, then the text u0000 */
+        {"\"\\\\\\u0000\"", 1},    /* an escaped backslash, then the escape */
+        {"\"\\u00001\"", 1},
+        {"\"\\u0001\"", 0},
+        {"\"\\u1000\"", 0},
+        {"\"\\\"u0000\"", 0},        /* an escaped quote, then the text u0000 */
+        {"[\"a\",\"u0000\"]", 0},
+        {"12", 0},
+        {"\"\"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_doc d = {0};
+        assert_int_equal(json_parse(&d, cases[i].text, strlen(cases[i].text), NULL), 0);
+        json_doc_free(&d);
+        if (json_raw_has_nul(cases[i].text, strlen(cases[i].text)) != cases[i].nul)
+            fail_msg("case %zu: %s", i, cases[i].text);
+    }
+}
+
 static void test_writer_escapes(void **state)
 {
     (void)state;
@@ -263,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_token_limit),
         cmocka_unit_test(test_int_field_and_unknown_key),
         cmocka_unit_test(test_writer_escapes),
+        cmocka_unit_test(test_raw_has_nul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

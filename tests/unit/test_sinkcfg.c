@@ -689,6 +689,11 @@ static void test_knobs(void **state)
     assert_string_equal(g_err, FATAL "QUEEN_S3_INSTANCE=pod 7 may not contain spaces, quotes, backslashes or control "
                                      "characters. It names this node in the sink's leases and presence rows");
     assert_null(k.instance);
+    ENV("QUEEN_S3_INSTANCE", "pod\xc0\xaf");
+    assert_int_equal(knobs_load(&k, "node-1"), -1);
+    assert_string_equal(g_err, FATAL "QUEEN_S3_INSTANCE=<5 bytes, not valid UTF-8> is not valid UTF-8. It names this "
+                                     "node in the sink's leases and presence rows");
+    assert_null(k.instance);
     char n129[130];
     memset(n129, 'i', 129);
     n129[129] = '\0';

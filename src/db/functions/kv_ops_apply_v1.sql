@@ -236,7 +236,12 @@ BEGIN
                     -- (db_req.errdetail): past 3800 bytes the verdict drops its value
                     RAISE EXCEPTION 'kv_ops_v1: op %: %', i, reason USING ERRCODE = 'QK001',
                         DETAIL = CASE WHEN NOT p_raise OR octet_length(res[i]) <= 3800 THEN res[i]
-                                      ELSE (res[i]::jsonb - 'value' || '{"valueOmitted": true}'::jsonb)::text END;
+                                      -- built again without the value, not through res[i]::jsonb:
+                                      -- a value kept with a \u0000 is no jsonb
+                                      ELSE json_build_object('applied', false, 'key', p_key[i], 'reason', reason,
+                                               'version', CASE WHEN live THEN v_ver ELSE 0 END,
+                                               'expiresAt', CASE WHEN live THEN queen.kv_iso(v_exp) END,
+                                               'valueOmitted', true)::text END;
                 END IF;
             END IF;
             -- kv.h KV_ANSWER_MAX_BYTES: reads of big values are bounded per answer

@@ -13,10 +13,11 @@ LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS
 $$ BEGIN RETURN (SELECT coalesce(json_agg(json_build_object(
               'slot', h.slot, 'owner', h.v ->> 'owner', 'token', h.version, 'since', h.v ->> 'since',
               'expiresAt', queen.kv_iso(h.expires_at), 'renewedAt', queen.kv_iso(h.updated_at)) ORDER BY h.slot), '[]'::json)
-     FROM (SELECT substr(x.key, length(p_name) + 2)::int AS slot, x.value::jsonb AS v, x.version, x.expires_at,
+     FROM (SELECT queen.lock_slot(p_name, x.key) AS slot, queen.kv_jsonb(x.value) AS v, x.version, x.expires_at,
                   x.updated_at
              FROM queen.kv x
             WHERE x.tenant_id = p_tenant AND x.namespace = 'queen-locks'
               AND x.key >= p_name || '#' AND x.key < p_name || '$'
               AND x.key LIKE replace(replace(replace(p_name, '\', '\\'), '%', '\%'), '_', '\_') || '#%'
-              AND x.version > 0 AND (x.expires_at IS NULL OR x.expires_at > p_now)) h); END $$;
+              AND x.version > 0 AND (x.expires_at IS NULL OR x.expires_at > p_now)
+              AND queen.lock_slot(p_name, x.key) IS NOT NULL) h); END $$;

@@ -60,11 +60,11 @@ BEGIN
                              WHERE y.tenant_id = p_tenant AND y.namespace = 'queen-locks'
                                AND y.key = p_name[i] || '#' || g
                                AND y.version > 0 AND (y.expires_at IS NULL OR y.expires_at > v_now)
-                               AND y.value::jsonb ->> 'owner' = v_owner
+                               AND queen.kv_jsonb(y.value) ->> 'owner' = v_owner
                             OFFSET 0) x
              ORDER BY x.key LIMIT 1;
             IF FOUND THEN
-                v_slot := substr(v_key, length(p_name[i]) + 2)::int;
+                v_slot := queen.lock_slot(p_name[i], v_key);
                 res[i] := json_build_object('acquired', true, 'already', true, 'slot', v_slot, 'token', v_ver,
                     'owner', v_owner, 'guard', queen.lock_guard(v_key, v_ver))::text;
                 CONTINUE;
@@ -114,7 +114,8 @@ BEGIN
             ELSE
                 SELECT x.key INTO v_key FROM queen.kv x
                  WHERE x.tenant_id = p_tenant AND x.namespace = 'queen-locks' AND x.version = p_token[i]
-                   AND x.key >= p_name[i] || '#' AND x.key < p_name[i] || '$';
+                   AND x.key >= p_name[i] || '#' AND x.key < p_name[i] || '$'
+                   AND queen.lock_slot(p_name[i], x.key) IS NOT NULL;
             END IF;
             v_got := false;
             IF v_key IS NOT NULL THEN
@@ -123,7 +124,7 @@ BEGIN
                    FOR UPDATE;
                 v_got := FOUND AND v_ver = p_token[i] AND (v_exp IS NULL OR v_exp > v_now);
             END IF;
-            v_slot := CASE WHEN v_key IS NULL THEN NULL ELSE substr(v_key, length(p_name[i]) + 2)::int END;
+            v_slot := queen.lock_slot(p_name[i], v_key);
             IF p_kind[i] = 1 AND v_got THEN
                 v_ver := nextval('queen.kv_version_seq');
                 UPDATE queen.kv x SET version = v_ver, expires_at = v_now + p_ttl_s[i] * 1000000, updated_at = v_now
