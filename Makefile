@@ -4,6 +4,9 @@ SHELL := /bin/bash
 # A Node.js that scripts/install-deps.sh brought (when the one on PATH is older than the tests
 # need) comes first for every recipe: tests, bench and npm.
 export PATH := $(CURDIR)/.tools/node/bin:$(PATH)
+# The same for a Rust toolchain it brought into .tools/rust (when no cargo new enough for the
+# Rust SDK was found): make sdk-rust and bench-sdk-rust.
+export PATH := $(CURDIR)/.tools/rust/bin:$(PATH)
 
 CC      ?= cc
 FUZZCC  ?= clang
