@@ -1,9 +1,9 @@
 # queen — build, test, run, bench. GNU make + pkg-config; see README.md.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
-# A Node.js and a Go that scripts/install-deps.sh brought (when the ones on PATH are older than
-# the tests need) come first for every recipe: tests, bench and npm.
-export PATH := $(CURDIR)/.tools/go/bin:$(CURDIR)/.tools/node/bin:$(PATH)
+# A Node.js, a Go and a Rust toolchain that scripts/install-deps.sh brought (when the ones found
+# are older than the tests need) come first for every recipe: tests, bench and npm.
+export PATH := $(CURDIR)/.tools/rust/bin:$(CURDIR)/.tools/go/bin:$(CURDIR)/.tools/node/bin:$(PATH)
 
 CC      ?= cc
 FUZZCC  ?= clang

@@ -131,7 +131,7 @@ want=$(chroot "$root" id -u "${user%%:*}")
 
 curl -sf -X POST "http://127.0.0.1:$port/api/v1/push" -H 'content-type: application/json' -d '{"items":[
   {"queue":"orders","partition":"cust-1","payload":{"order":1,"status":"new","total":42.00}}]}' >/dev/null
-got=$(curl -sf -X POST "http://127.0.0.1:$port/api/v1/fetch" -d '{"queue":"orders"}')
+got=$(curl -sf -X POST "http://127.0.0.1:$port/api/v1/fetch" -d '{"entries":[{"queue":"orders","partition":"cust-1","offset":0}]}')
 grep -q '"payload":{"order":1,"status":"new","total":42.00}' <<<"$got" ||
   { echo "$got"; echo "check-dockerfile: the pushed payload did not come back byte for byte" >&2; exit 1; }
 echo "push and fetch: the payload came back byte for byte"

@@ -3,15 +3,18 @@
 # like the debian:12 image has neither make nor git): this checkout's committed files are copied
 # in, `apt-get install make` is the one step by hand, then
 #   1. `make run` must reach "ready" and exit 0 on SIGTERM with nothing left running;
-#   2. `scripts/install-deps.sh test` must install the test tools and a Node.js the tests can use
-#      (Debian's is 18; the pinned one comes into .tools/node), and a Go for the Go SDK (Debian's
-#      is 1.19; the pinned one comes into .tools/go);
-#   3. with --test, `make test` runs in full (long: nice it, the machine is shared).
+#   2. `scripts/install-deps.sh test` must install the test tools, a Node.js the tests can use
+#      (Debian's is 18; the pinned one comes into .tools/node), a Go for the Go SDK (Debian's is
+#      1.19; the pinned one comes into .tools/go) and a cargo the Rust SDK's suite can use (none in
+#      a bare root; the pinned Rust comes into .tools/rust);
+#   3. with --test, `make test` runs in full (long: nice it, the machine is shared); with
+#      --sdk-rust, only `make sdk-rust` (the sanitizer build, then the crate's build and tests
+#      with the cargo step 2 found or brought: 10 minutes or more on 2 cores).
 # Needs root, debootstrap and the Debian mirror.
-#   scripts/check-fresh-debian.sh ROOT [--test]     ROOT: bootstrapped when it has no /bin
+#   scripts/check-fresh-debian.sh ROOT [--test|--sdk-rust]   ROOT: bootstrapped when it has no /bin
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=${1:?usage: scripts/check-fresh-debian.sh ROOT [--test]}
+root=${1:?usage: scripts/check-fresh-debian.sh ROOT [--test|--sdk-rust]}
 full=${2:-}
 mkdir -p "$root"
 root=$(cd "$root" && pwd)
@@ -81,7 +84,8 @@ grep -q 'ready' "$log" || { tail -5 "$log"; echo "check-fresh-debian: no \"ready
 echo "no system PostgreSQL cluster was created"
 curl -sf -X POST "http://127.0.0.1:$port/api/v1/push" -H 'content-type: application/json' -d '{"items":[
   {"queue":"orders","partition":"cust-1","payload":{"order":1,"status":"new","total":42.00}}]}' >/dev/null
-curl -sf -X POST "http://127.0.0.1:$port/api/v1/fetch" -d '{"queue":"orders"}' | grep -q '"total":42.00}' ||
+curl -sf -X POST "http://127.0.0.1:$port/api/v1/fetch" -d '{"entries":[{"queue":"orders","partition":"cust-1","offset":0}]}' |
+  grep -q '"payload":{"order":1,"status":"new","total":42.00}' ||
   { echo "check-fresh-debian: the README's push did not come back byte for byte" >&2; exit 1; }
 qpid=""
 for p in $(in_chroot_pids); do
@@ -102,18 +106,21 @@ echo "== scripts/install-deps.sh test"
 t1=$(date +%s)
 in_root sh -c "cd $src && scripts/install-deps.sh test" > "$root.install-test.log" 2>&1 ||
   { tail -20 "$root.install-test.log"; exit 1; }
-grep -E '^(node|node on PATH|go|go on PATH|npm warn EBADENGINE)' "$root.install-test.log" || true
+grep -E '^(node|node on PATH|go|go on PATH|npm warn EBADENGINE|cargo|check-cargo)' "$root.install-test.log" || true
 in_root sh -c "cd $src && PATH=$src/.tools/node/bin:\$PATH && node --version && npm --version" | tr '\n' ' '
+in_root sh -c "cd $src && scripts/check-cargo.sh && PATH=$src/.tools/rust/bin:\$PATH && cargo --version && rustc --version" | tr '\n' ' ' ||
+  { echo "check-fresh-debian: no cargo the Rust SDK can use after install-deps.sh test" >&2; exit 1; }
 in_root sh -c "cd $src && PATH=$src/.tools/go/bin:\$PATH && go version" | tr '\n' ' '
 echo "(install-deps.sh test took $(($(date +%s) - t1)) s)"
 
-if [ "$full" = --test ]; then
-  echo "== make test"
+case "$full" in --test | --sdk-rust)
+  target=${full#--}
+  echo "== make $target"
   t2=$(date +%s)
   code=0
-  in_root sh -c "cd $src && make test" > "$root.make-test.log" 2>&1 || code=$?
-  tail -3 "$root.make-test.log"
-  echo "make test: exit $code in $(($(date +%s) - t2)) s"
+  in_root sh -c "cd $src && make $target" > "$root.make-$target.log" 2>&1 || code=$?
+  tail -3 "$root.make-$target.log"
+  echo "make $target: exit $code in $(($(date +%s) - t2)) s"
   [ "$code" -eq 0 ] || exit 1
-fi
+esac
 echo "check-fresh-debian: ok"

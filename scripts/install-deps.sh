@@ -233,6 +233,12 @@ fi
 apt_install ca-certificates
 scripts/bring-go.sh || exit 1
 
-# the Rust SDK's suite (make sdk-rust) needs cargo; its crates come from crates.io at build time
+# ---------------------------------------------------------------- Rust
+# the Rust SDK's suite (make sdk-rust) needs cargo >= QUEEN_CARGO_MIN: when the one found is
+# missing or older (Debian 12's is 0.66), check-cargo.sh --bring installs the pinned toolchain
+# from static.rust-lang.org into .tools/rust; the crates come from crates.io at build time
 # (clients/rust/Cargo.lock pins them)
-if [ "$mode" = test ]; then scripts/check-cargo.sh || exit 1; fi
+if [ "$mode" = test ]; then
+  case "$(scripts/check-cargo.sh --decide)" in *bring*) apt_install curl ca-certificates ;; esac
+  scripts/check-cargo.sh --bring || exit 1
+fi

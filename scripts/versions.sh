@@ -17,6 +17,20 @@ QUEEN_PG_MIN=15
 # The tests call /usr/bin/python3 (boto3 in s3client.test.mjs); Debian 12's is 3.11.
 QUEEN_PY_MIN=3.11
 
+# The Rust SDK (clients/rust, make sdk-rust) needs cargo >= QUEEN_CARGO_MIN: the newest
+# rust-version its locked dependencies declare. When the cargo found (.tools/rust/bin, then
+# ~/.cargo/bin, then PATH) is missing or older (Debian 12's is 0.66, rustc 1.63),
+# scripts/check-cargo.sh --bring (install-deps.sh test) installs the pinned toolchain with the
+# pinned rustup-init from static.rust-lang.org into .tools/rust (profile minimal), checking
+# rustup-init against the sha256 below (copied from the published rustup-init.sha256).
+QUEEN_CARGO_MIN=1.88
+QUEEN_RUST_PIN=1.95.0
+QUEEN_RUSTUP_PIN=1.28.2
+QUEEN_RUSTUP_SHA256_x86_64=20a06e644b0d9bd2fbdbfd52d42540bdde820ea7df86e92e533c073da0cdd43c
+QUEEN_RUSTUP_SHA256_aarch64=e3853c5a252fca15252d07cb23a1bdd9377a8c6f3efa01531109281ae47f841c
+QUEEN_RUSTUP_BASE=${QUEEN_RUSTUP_BASE:-https://static.rust-lang.org}
+QUEEN_RUST_DIR=.tools/rust
+
 # The .tools/node/bin of a pinned Node goes first on PATH wherever tests or bench run.
 queen_path_node() {
   case ":$PATH:" in
@@ -72,4 +86,11 @@ go_ok() {
   local v
   v=$(go_version "$1")
   [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$QUEEN_GO_MIN" "$v" | sort -V | head -1)" = "$QUEEN_GO_MIN" ]
+}
+
+# The cargo the Rust SDK's suite uses: a brought toolchain's (.tools/rust/bin) first, then
+# rustup's usual ~/.cargo/bin, then PATH (as clients/rust/scripts/test-with-broker.mjs orders them).
+queen_path_cargo() {
+  PATH="$PWD/$QUEEN_RUST_DIR/bin:${HOME:+$HOME/.cargo/bin:}$PATH"
+  export PATH
 }

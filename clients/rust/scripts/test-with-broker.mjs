@@ -25,10 +25,16 @@ function run(cmd, args, env, { capture = false, timeoutMs = 15 * 60 * 1000 } = {
   });
 }
 
+// the cargo scripts/check-cargo.sh checked: a toolchain it brought (.tools/rust/bin), then
+// rustup's ~/.cargo/bin, then PATH
+function cargoPath() {
+  return [path.resolve(crate, '../../.tools/rust/bin'), `${process.env.HOME || '/root'}/.cargo/bin`, process.env.PATH].join(':');
+}
+
 let failed = 0;
 const node = await startQueen();
 process.stderr.write(`sdk-rust: broker ${QUEEN_BIN} on ${node.url}\n`);
-const env = { QUEEN_URL: node.url, QUEEN_PYTHON: path.resolve(crate, '../../build/venv/bin/python'), CARGO_TERM_COLOR: 'never', PATH: `${process.env.HOME || '/root'}/.cargo/bin:${process.env.PATH}` };
+const env = { QUEEN_URL: node.url, QUEEN_PYTHON: path.resolve(crate, '../../build/venv/bin/python'), CARGO_TERM_COLOR: 'never', PATH: cargoPath() };
 try {
   if (bench) {
     const r = await run('cargo', ['run', '--release', '--quiet', '--example', 'bench_streams'], env, { timeoutMs: 20 * 60 * 1000 });
