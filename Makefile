@@ -81,7 +81,7 @@ PGTEST_BINS := test_db_results test_db_statements test_kv_sync test_lockorder
 $(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGTEST_BINS))): tests/unit/support/pgtest.c \
   tests/unit/support/pgtest.h
 # the unit tests that build results in memory (no server) link tests/unit/support/pgres.c
-PGRES_BINS := test_answers_log
+PGRES_BINS := test_answers_log test_admin_answers
 $(foreach v,release asan,$(addprefix build/$(v)/tests/,$(PGRES_BINS))): tests/unit/support/pgres.c \
   tests/unit/support/pgres.h
 

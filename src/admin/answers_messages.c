@@ -411,19 +411,13 @@ int answer_message(buf *b, msg_lookup *c, const PGresult *pi, const PGresult *f,
     /* the effective options: stored over the defaults (queen.queue_options_v1) */
     size_t optlen;
     const char *opts = res_text(pi, 0, MSG_PART_OPTIONS, &optlen);
+    static const char *const QUEUE_CONFIG[][2] = {
+        {"leaseTime", "leaseTime"}, {"retryLimit", "retryLimit"}, {"retryDelay", "retryDelay"},
+        {"ttl", "ttl"},             {"priority", "priority"}};
     json_doc od;
-    memset(&od, 0, sizeof od);
-    int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
-    buf_puts(b, ",\"queueConfig\":{\"leaseTime\":");
-    queue_option_raw(b, &od, ok, "leaseTime");
-    buf_puts(b, ",\"retryLimit\":");
-    queue_option_raw(b, &od, ok, "retryLimit");
-    buf_puts(b, ",\"retryDelay\":");
-    queue_option_raw(b, &od, ok, "retryDelay");
-    buf_puts(b, ",\"ttl\":");
-    queue_option_raw(b, &od, ok, "ttl");
-    buf_puts(b, ",\"priority\":");
-    queue_option_raw(b, &od, ok, "priority");
+    int ok = queue_options_open(&od, opts, optlen);
+    buf_puts(b, ",\"queueConfig\":{");
+    queue_options_fields(b, &od, ok, QUEUE_CONFIG, ARRAY_LEN(QUEUE_CONFIG));
     json_doc_free(&od);
     const char *type = has_qm && nbus ? "hybrid" : has_qm ? "queue" : nbus ? "bus" : "none";
     buf_printf(b, "},\"mode\":{\"hasQueueMode\":%s,\"busGroupsCount\":%d,\"consumedByGroups\":%d,\"type\":\"%s\"},"

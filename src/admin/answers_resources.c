@@ -5,6 +5,7 @@
 
 #include "admin/admin.h"
 #include "admin/admin_answers.h"
+#include "core/util.h"
 #include "db/res.h"
 #include "json/json.h"
 #include "metrics/metrics.h"
@@ -96,8 +97,7 @@ static void queue_head(buf *b, const PGresult *x, int status_view)
     size_t optlen;
     const char *opts = res_text(x, 0, QC_OPTIONS, &optlen);
     json_doc od;
-    memset(&od, 0, sizeof od);
-    int ok = json_parse(&od, opts, optlen, NULL) == 0 && json_type_of(&od, 0) == JSON_OBJECT;
+    int ok = queue_options_open(&od, opts, optlen);
     if (status_view) {
         buf_printf(b, "{\"queue\":{\"id\":\"%s\",\"name\":", qid);
         res_json_str(b, x, 0, QC_NAME);
@@ -109,18 +109,11 @@ static void queue_head(buf *b, const PGresult *x, int status_view)
         queue_option_raw(b, &od, ok, "priority");
         buf_puts(b, ",\"createdAt\":");
         admin_iso_ms_or_null(b, res_i64(x, 0, QC_CREATED));
-        buf_puts(b, ",\"config\":{\"leaseTime\":");
-        queue_option_raw(b, &od, ok, "leaseTime");
-        buf_puts(b, ",\"retryLimit\":");
-        queue_option_raw(b, &od, ok, "retryLimit");
-        buf_puts(b, ",\"retryDelay\":");
-        queue_option_raw(b, &od, ok, "retryDelay");
-        buf_puts(b, ",\"ttl\":");
-        queue_option_raw(b, &od, ok, "ttl");
-        buf_puts(b, ",\"maxQueueSize\":");
-        queue_option_raw(b, &od, ok, "maxSize");
-        buf_puts(b, ",\"deadLetterQueue\":");
-        queue_option_raw(b, &od, ok, "deadLetterQueue");
+        static const char *const CONFIG[][2] = {{"leaseTime", "leaseTime"}, {"retryLimit", "retryLimit"},
+                                                {"retryDelay", "retryDelay"}, {"ttl", "ttl"},
+                                                {"maxQueueSize", "maxSize"},  {"deadLetterQueue", "deadLetterQueue"}};
+        buf_puts(b, ",\"config\":{");
+        queue_options_fields(b, &od, ok, CONFIG, ARRAY_LEN(CONFIG));
         buf_puts(b, "}},\"partitions\":[");
     } else {
         buf_printf(b, "{\"id\":\"%s\",\"name\":", qid);

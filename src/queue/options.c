@@ -170,3 +170,17 @@ void queue_option_raw(buf *b, const json_doc *d, int ok, const char *key)
     const char *raw = json_raw(d, t, &n);
     buf_append(b, raw, n);
 }
+
+int queue_options_open(json_doc *d, const char *text, size_t len)
+{
+    memset(d, 0, sizeof *d);
+    return json_parse(d, text, len, NULL) == 0 && json_type_of(d, 0) == JSON_OBJECT;
+}
+
+void queue_options_fields(buf *b, const json_doc *d, int ok, const char *const fields[][2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        buf_printf(b, "%s\"%s\":", i ? "," : "", fields[i][0]);
+        queue_option_raw(b, d, ok, fields[i][1]);
+    }
+}

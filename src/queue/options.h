@@ -39,11 +39,21 @@ void queue_options_defaults(queue_options *o);
 /* Parses the `options` object (tok may be -1: all defaults). Returns QERR_OK, or
  * QERR_BAD_INPUT with the client's sentence in err. */
 qerr queue_options_parse(const json_doc *d, int tok, queue_options *o, qerr_detail *err);
-/* Writes the full option set as a JSON object, in a fixed order. */
 /* Appends the raw JSON of option `key` of an options object d (an effective options row:
  * stored options over the defaults, queen.queue_options_v1), or null when !ok (d is not an
  * object) or the key is absent. The admin answers (message detail, queue detail) show these. */
 void queue_option_raw(buf *b, const json_doc *d, int ok, const char *key);
+
+/* Parses a queue's stored options (JSON text) into d, zeroed first, for queue_option_raw: 1
+ * when they are an object, 0 otherwise (then every option reads null). Free d with
+ * json_doc_free either way. */
+int queue_options_open(json_doc *d, const char *text, size_t len);
+
+/* Writes "name":<raw option> for each {answer name, option key} of fields, comma-separated
+ * (no leading or trailing comma), each as queue_option_raw writes it. */
+void queue_options_fields(buf *b, const json_doc *d, int ok, const char *const fields[][2], size_t n);
+
+/* Writes the full option set as a JSON object, in a fixed order. */
 void queue_options_json(const queue_options *o, buf *out);
 /* The defaults as a JSON object: what every node writes into queen.option_defaults at boot,
  * so the SQL reads this table's defaults (queen.queue_options_v1) and has none of its own. */

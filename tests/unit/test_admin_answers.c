@@ -1,7 +1,7 @@
 /* The admin answer writers (admin/admin_answers.h) over results built without a server
- * (PQmakeEmptyPGresult + PQsetResultAttrs + PQsetvalue, binary columns as the database sends
- * them), checked byte for byte: field names, order and formats are what the routes answer
- * (docs/http-api.md; the integration tests admin*.test.mjs and dashboard.test.mjs read them live). */
+ * (tests/unit/support/pgres.h: binary columns as the database sends them), checked byte for
+ * byte: field names, order and formats are what the routes answer (docs/http-api.md;
+ * the integration tests admin*.test.mjs and dashboard.test.mjs read them live). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,84 +17,18 @@
 #include "admin/admin_answers.h"
 #include "core/util.h"
 #include "core/uuid.h"
+#include "support/pgres.h"
 
-/* ---- results without a server ------------------------------------------------------------ */
+/* ---- results without a server (tests/unit/support/pgres.h) ----------------------------- */
 
-static Oid type_oid(const char *t)
-{
-    static const struct {
-        const char *name;
-        Oid oid;
-    } types[] = {{"bool", 16}, {"int8", 20}, {"int4", 23}, {"text", 25}, {"float8", 701}, {"uuid", 2950}};
-    for (size_t i = 0; i < ARRAY_LEN(types); i++)
-        if (strcmp(types[i].name, t) == 0)
-            return types[i].oid;
-    fail_msg("no oid for type %s", t);
-    return 0;
-}
-
-/* An empty result with the list's columns (binary, or text when text is set). */
-static PGresult *mkres_fmt(const db_col_spec *cols, int n, int text)
-{
-    PGresult *r = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
-    assert_non_null(r);
-    PGresAttDesc att[64];
-    assert_true(n <= 64);
-    for (int i = 0; i < n; i++) {
-        att[i] = (PGresAttDesc){.name = (char *)cols[i].name,
-                                .tableid = 0,
-                                .columnid = 0,
-                                .format = text ? 0 : 1,
-                                .typid = type_oid(cols[i].type),
-                                .typlen = -1,
-                                .atttypmod = -1};
-    }
-    assert_int_equal(PQsetResultAttrs(r, n, att), 1);
-    return r;
-}
-#define MKRES(list) mkres_fmt((const db_col_spec[]){list(DB_COL_SPEC)}, (int)(sizeof((const db_col_spec[]){list(DB_COL_SPEC)}) / sizeof(db_col_spec)), 0)
-#define MKRES_TEXT(list) mkres_fmt((const db_col_spec[]){list(DB_COL_SPEC)}, (int)(sizeof((const db_col_spec[]){list(DB_COL_SPEC)}) / sizeof(db_col_spec)), 1)
-
-/* Columns not set in a row read as NULL. */
-static void set_i64(PGresult *r, int row, int col, int64_t v)
-{
-    uint8_t b[8];
-    be_put64(b, (uint64_t)v);
-    assert_int_equal(PQsetvalue(r, row, col, (char *)b, 8), 1);
-}
-
-static void set_i32(PGresult *r, int row, int col, int32_t v)
-{
-    uint8_t b[4];
-    be_put32(b, (uint32_t)v);
-    assert_int_equal(PQsetvalue(r, row, col, (char *)b, 4), 1);
-}
-
-static void set_f64(PGresult *r, int row, int col, double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof u);
-    uint8_t b[8];
-    be_put64(b, u);
-    assert_int_equal(PQsetvalue(r, row, col, (char *)b, 8), 1);
-}
-
-static void set_bool(PGresult *r, int row, int col, int v)
-{
-    char b = v ? 1 : 0;
-    assert_int_equal(PQsetvalue(r, row, col, &b, 1), 1);
-}
-
-static void set_text(PGresult *r, int row, int col, const char *s)
-{
-    assert_int_equal(PQsetvalue(r, row, col, (char *)s, (int)strlen(s)), 1);
-}
+#define MKRES(list) PGRES_NEW(list, 1)
+#define MKRES_TEXT(list) PGRES_NEW(list, 0)
 
 static void set_uuid(PGresult *r, int row, int col, const char *s)
 {
     uuid u;
     assert_int_equal(uuid_parse(s, strlen(s), &u), 0);
-    assert_int_equal(PQsetvalue(r, row, col, (char *)u.b, 16), 1);
+    pgres_uuid(r, row, col, u.b);
 }
 
 static void expect(buf *b, const char *want)
@@ -119,22 +53,22 @@ static void test_groups(void **state)
 {
     (void)state;
     PGresult *g = MKRES(ADMIN_GROUPS_COLUMNS);
-    set_text(g, 0, GROUPS_QUEUE, "q1");
-    set_text(g, 0, GROUPS_GROUP, "g1");
-    set_i64(g, 0, GROUPS_MEMBERS, 2);
-    set_i64(g, 0, GROUPS_PARTITIONS, 3);
-    set_i64(g, 0, GROUPS_PARTITIONS_WITH_LAG, 1);
-    set_i64(g, 0, GROUPS_TOTAL_LAG, 5);
-    set_i64(g, 0, GROUPS_MAX_TIME_LAG_US, 400 * 1000000LL + 1500);
-    set_bool(g, 0, GROUPS_EVER_CONSUMED, 1);
-    set_i64(g, 0, GROUPS_ACTIVE_LEASES, 1);
-    set_text(g, 0, GROUPS_SUB_MODE, "new");
-    set_i64(g, 0, GROUPS_SUB_CREATED_US, T0);
-    set_i64(g, 0, GROUPS_LAST_CONSUMED_US, T0 + 123000);
+    pgres_text(g, 0, GROUPS_QUEUE, "q1");
+    pgres_text(g, 0, GROUPS_GROUP, "g1");
+    pgres_i64(g, 0, GROUPS_MEMBERS, 2);
+    pgres_i64(g, 0, GROUPS_PARTITIONS, 3);
+    pgres_i64(g, 0, GROUPS_PARTITIONS_WITH_LAG, 1);
+    pgres_i64(g, 0, GROUPS_TOTAL_LAG, 5);
+    pgres_i64(g, 0, GROUPS_MAX_TIME_LAG_US, 400 * 1000000LL + 1500);
+    pgres_bool(g, 0, GROUPS_EVER_CONSUMED, 1);
+    pgres_i64(g, 0, GROUPS_ACTIVE_LEASES, 1);
+    pgres_text(g, 0, GROUPS_SUB_MODE, "new");
+    pgres_i64(g, 0, GROUPS_SUB_CREATED_US, T0);
+    pgres_i64(g, 0, GROUPS_LAST_CONSUMED_US, T0 + 123000);
     /* a second pair: nothing consumed, no lag, no subscription */
-    set_text(g, 1, GROUPS_QUEUE, "q\"2");
-    set_text(g, 1, GROUPS_GROUP, "g2");
-    set_i64(g, 1, GROUPS_SUB_TS, T0);
+    pgres_text(g, 1, GROUPS_QUEUE, "q\"2");
+    pgres_text(g, 1, GROUPS_GROUP, "g2");
+    pgres_i64(g, 1, GROUPS_SUB_TS, T0);
     buf b;
     buf_init(&b, 0);
     answer_groups(&b, g);
@@ -158,16 +92,16 @@ static void test_lagging(void **state)
 {
     (void)state;
     PGresult *g = MKRES(ADMIN_LAGGING_COLUMNS);
-    set_text(g, 0, LAGGING_GROUP, "g");
-    set_text(g, 0, LAGGING_QUEUE, "q");
-    set_text(g, 0, LAGGING_PARTITION, "P");
+    pgres_text(g, 0, LAGGING_GROUP, "g");
+    pgres_text(g, 0, LAGGING_QUEUE, "q");
+    pgres_text(g, 0, LAGGING_PARTITION, "P");
     set_uuid(g, 0, LAGGING_PARTITION_UUID, U1);
     set_uuid(g, 0, LAGGING_LIVE_LEASE, L1);
-    set_i64(g, 0, LAGGING_OFFSET_LAG, 7);
-    set_i64(g, 0, LAGGING_TIME_LAG_US, 7200 * 1000000LL);
-    set_i64(g, 0, LAGGING_LAG_TS, T0 + 5);
-    set_i64(g, 0, LAGGING_NEXT_OFFSET, 3);
-    set_i64(g, 0, LAGGING_END_OFFSET, 10);
+    pgres_i64(g, 0, LAGGING_OFFSET_LAG, 7);
+    pgres_i64(g, 0, LAGGING_TIME_LAG_US, 7200 * 1000000LL);
+    pgres_i64(g, 0, LAGGING_LAG_TS, T0 + 5);
+    pgres_i64(g, 0, LAGGING_NEXT_OFFSET, 3);
+    pgres_i64(g, 0, LAGGING_END_OFFSET, 10);
     buf b;
     buf_init(&b, 0);
     answer_lagging(&b, g);
@@ -184,21 +118,21 @@ static void test_group_detail(void **state)
     (void)state;
     PGresult *g = MKRES(ADMIN_GROUP_DETAIL_COLUMNS);
     for (int i = 0; i < 2; i++) {
-        set_text(g, i, GD_QUEUE, "a");
-        set_text(g, i, GD_PARTITION, i ? "P2" : "P1");
+        pgres_text(g, i, GD_QUEUE, "a");
+        pgres_text(g, i, GD_PARTITION, i ? "P2" : "P1");
         set_uuid(g, i, GD_PARTITION_UUID, i ? U2 : U1);
-        set_bool(g, i, GD_HAS_CURSOR, !i);
-        set_i64(g, i, GD_NEXT_OFFSET, 4);
-        set_i64(g, i, GD_END_OFFSET, 10);
-        set_i64(g, i, GD_OFFSET_LAG, 6);
-        set_i64(g, i, GD_TIME_LAG_US, i ? 9000000 : 2500000);
-        set_bool(g, i, GD_LEASE_ACTIVE, i);
-        set_i64(g, i, GD_TOTAL_CONSUMED, 4);
-        set_i64(g, i, GD_START_OFFSET, 1);
+        pgres_bool(g, i, GD_HAS_CURSOR, !i);
+        pgres_i64(g, i, GD_NEXT_OFFSET, 4);
+        pgres_i64(g, i, GD_END_OFFSET, 10);
+        pgres_i64(g, i, GD_OFFSET_LAG, 6);
+        pgres_i64(g, i, GD_TIME_LAG_US, i ? 9000000 : 2500000);
+        pgres_bool(g, i, GD_LEASE_ACTIVE, i);
+        pgres_i64(g, i, GD_TOTAL_CONSUMED, 4);
+        pgres_i64(g, i, GD_START_OFFSET, 1);
     }
     set_uuid(g, 1, GD_LIVE_LEASE, L1);
-    set_i64(g, 1, GD_LIVE_LEASE_EXPIRES, T0);
-    set_text(g, 2, GD_QUEUE, "b"); /* a queue without partitions */
+    pgres_i64(g, 1, GD_LIVE_LEASE_EXPIRES, T0);
+    pgres_text(g, 2, GD_QUEUE, "b"); /* a queue without partitions */
     buf b;
     buf_init(&b, 0);
     answer_group_detail(&b, g);
@@ -222,9 +156,9 @@ static void test_group_changes(void **state)
 {
     (void)state;
     PGresult *d = MKRES(DELETE_GROUP_V1_COLUMNS);
-    set_text(d, 0, DELETE_GROUP_STATUS, "ok");
-    set_i64(d, 0, DELETE_GROUP_CURSORS, 3);
-    set_i64(d, 0, DELETE_GROUP_SUBSCRIPTIONS, 1);
+    pgres_text(d, 0, DELETE_GROUP_STATUS, "ok");
+    pgres_i64(d, 0, DELETE_GROUP_CURSORS, 3);
+    pgres_i64(d, 0, DELETE_GROUP_SUBSCRIPTIONS, 1);
     buf b;
     buf_init(&b, 0);
     answer_group_deleted(&b, d, "g", "q", 1);
@@ -235,7 +169,7 @@ static void test_group_changes(void **state)
                "\"subscriptionsDeleted\":1}");
     PQclear(d);
     PGresult *s = MKRES(SET_SUBSCRIPTION_V1_COLUMNS);
-    set_i64(s, 0, SET_SUBSCRIPTION_N, 2);
+    pgres_i64(s, 0, SET_SUBSCRIPTION_N, 2);
     answer_subscription(&b, s, "g", T0);
     expect(&b, "{\"success\":true,\"consumerGroup\":\"g\",\"newTimestamp\":\"" T0_MS "\",\"rowsUpdated\":2}");
     PQclear(s);
@@ -249,12 +183,12 @@ static void test_seek(void **state)
     buf_init(&b, 0);
     /* one partition */
     PGresult *s = MKRES(SEEK_V1_COLUMNS);
-    set_text(s, 0, SEEK_STATUS, "ok");
-    set_i64(s, 0, SEEK_PARTITION_ID, 7);
+    pgres_text(s, 0, SEEK_STATUS, "ok");
+    pgres_i64(s, 0, SEEK_PARTITION_ID, 7);
     set_uuid(s, 0, SEEK_PARTITION_UUID, U1);
-    set_text(s, 0, SEEK_PARTITION_NAME, "P");
-    set_i64(s, 0, SEEK_NEXT_OFFSET, 3);
-    set_i64(s, 0, SEEK_PREVIOUS_OFFSET, 10);
+    pgres_text(s, 0, SEEK_PARTITION_NAME, "P");
+    pgres_i64(s, 0, SEEK_NEXT_OFFSET, 3);
+    pgres_i64(s, 0, SEEK_PREVIOUS_OFFSET, 10);
     assert_string_equal(admin_seek_status(s), "ok");
     admin_seek k = {.group = "g", .queue = "q", .partition = "P", .mode = "offset", .offset = 3};
     answer_seek(&b, s, &k);
@@ -270,15 +204,15 @@ static void test_seek(void **state)
     PQclear(s);
     /* every partition, by time */
     s = MKRES(SEEK_V1_COLUMNS);
-    set_text(s, 0, SEEK_STATUS, "ok");
+    pgres_text(s, 0, SEEK_STATUS, "ok");
     set_uuid(s, 0, SEEK_PARTITION_UUID, U1);
-    set_text(s, 0, SEEK_PARTITION_NAME, "A");
-    set_i64(s, 0, SEEK_NEXT_OFFSET, 3);
-    set_text(s, 1, SEEK_STATUS, "ok");
+    pgres_text(s, 0, SEEK_PARTITION_NAME, "A");
+    pgres_i64(s, 0, SEEK_NEXT_OFFSET, 3);
+    pgres_text(s, 1, SEEK_STATUS, "ok");
     set_uuid(s, 1, SEEK_PARTITION_UUID, U2);
-    set_text(s, 1, SEEK_PARTITION_NAME, "B");
-    set_i64(s, 1, SEEK_NEXT_OFFSET, 0);
-    set_i64(s, 1, SEEK_PREVIOUS_OFFSET, 5);
+    pgres_text(s, 1, SEEK_PARTITION_NAME, "B");
+    pgres_i64(s, 1, SEEK_NEXT_OFFSET, 0);
+    pgres_i64(s, 1, SEEK_PREVIOUS_OFFSET, 5);
     admin_seek all = {.group = "g", .queue = "q", .mode = "ts", .ts = T0};
     answer_seek(&b, s, &all);
     expect(&b, "{\"success\":true,\"consumerGroup\":\"g\",\"queueName\":\"q\",\"seekToEnd\":false,\"seekToStart\":false,"
@@ -292,7 +226,7 @@ static void test_seek(void **state)
     answer_seek(&b, s, &k);
     expect(&b, "{\"success\":true,\"consumerGroup\":\"g\",\"queueName\":\"q\",\"partitionName\":\"P\",\"updated\":false,"
                "\"cursorMovedTo\":null,\"nextOffset\":0,\"previousOffset\":null}");
-    set_text(s, 0, SEEK_STATUS, "partition_not_found");
+    pgres_text(s, 0, SEEK_STATUS, "partition_not_found");
     assert_string_equal(admin_seek_status(s), "partition_not_found");
     PQclear(s);
     buf_free(&b);
@@ -305,17 +239,17 @@ static void test_overview(void **state)
     (void)state;
     PGresult *o = MKRES(ADMIN_OVERVIEW_COLUMNS), *l = MKRES(ADMIN_OVERVIEW_LAG_COLUMNS);
     for (int c = OV_QUEUES; c <= OV_INGESTED_60S; c++)
-        set_i64(o, 0, c, c + 1);
-    set_i64(o, 0, OV_NOW_US, T0);
-    set_i64(l, 0, OL_PAIRS, 4);
-    set_f64(l, 0, OL_TIME_AVG_US, 1500000.0);
-    set_f64(l, 0, OL_TIME_MEDIAN_US, 1000000.0);
-    set_i64(l, 0, OL_TIME_MIN_US, 250000);
-    set_i64(l, 0, OL_TIME_MAX_US, 3000000);
-    set_f64(l, 0, OL_OFFSET_AVG, 2.5);
-    set_f64(l, 0, OL_OFFSET_MEDIAN, 2.0);
-    set_i64(l, 0, OL_OFFSET_MIN, 1);
-    set_i64(l, 0, OL_OFFSET_MAX, 6);
+        pgres_i64(o, 0, c, c + 1);
+    pgres_i64(o, 0, OV_NOW_US, T0);
+    pgres_i64(l, 0, OL_PAIRS, 4);
+    pgres_f64(l, 0, OL_TIME_AVG_US, 1500000.0);
+    pgres_f64(l, 0, OL_TIME_MEDIAN_US, 1000000.0);
+    pgres_i64(l, 0, OL_TIME_MIN_US, 250000);
+    pgres_i64(l, 0, OL_TIME_MAX_US, 3000000);
+    pgres_f64(l, 0, OL_OFFSET_AVG, 2.5);
+    pgres_f64(l, 0, OL_OFFSET_MEDIAN, 2.0);
+    pgres_i64(l, 0, OL_OFFSET_MIN, 1);
+    pgres_i64(l, 0, OL_OFFSET_MAX, 6);
     buf b;
     buf_init(&b, 0);
     answer_overview(&b, o, l);
@@ -335,19 +269,19 @@ static void test_queues(void **state)
     (void)state;
     PGresult *x = MKRES(ADMIN_QUEUES_COLUMNS);
     set_uuid(x, 0, QS_UUID, U1);
-    set_text(x, 0, QS_NAME, "q");
-    set_text(x, 0, QS_NAMESPACE, "ns");
-    set_text(x, 0, QS_TASK, "");
-    set_i64(x, 0, QS_CREATED_US, T0);
-    set_i64(x, 0, QS_PARTITIONS, 2);
-    set_i64(x, 0, QS_TOTAL, 10);
-    set_i64(x, 0, QS_PENDING, 4);
-    set_i64(x, 0, QS_PROCESSING, 1);
-    set_i64(x, 0, QS_COMPLETED, 5);
-    set_bool(x, 0, QS_CONFIGURED, 1);
-    set_i64(x, 0, QS_DEAD_LETTERS, 1);
-    set_i64(x, 0, QS_TOTAL_ROWS, 9);
-    set_i64(x, 0, QS_LAST_TS, T0 + 1);
+    pgres_text(x, 0, QS_NAME, "q");
+    pgres_text(x, 0, QS_NAMESPACE, "ns");
+    pgres_text(x, 0, QS_TASK, "");
+    pgres_i64(x, 0, QS_CREATED_US, T0);
+    pgres_i64(x, 0, QS_PARTITIONS, 2);
+    pgres_i64(x, 0, QS_TOTAL, 10);
+    pgres_i64(x, 0, QS_PENDING, 4);
+    pgres_i64(x, 0, QS_PROCESSING, 1);
+    pgres_i64(x, 0, QS_COMPLETED, 5);
+    pgres_bool(x, 0, QS_CONFIGURED, 1);
+    pgres_i64(x, 0, QS_DEAD_LETTERS, 1);
+    pgres_i64(x, 0, QS_TOTAL_ROWS, 9);
+    pgres_i64(x, 0, QS_LAST_TS, T0 + 1);
     buf b;
     buf_init(&b, 0);
     answer_queues(&b, x, 100, 0);
@@ -367,44 +301,44 @@ static void test_queues(void **state)
 static void queue_rows(PGresult *x, PGresult *g, PGresult *gt)
 {
     set_uuid(x, 0, QC_UUID, U1);
-    set_text(x, 0, QC_NAME, "q");
-    set_text(x, 0, QC_NS, "");
-    set_text(x, 0, QC_TASK, "t");
-    set_i64(x, 0, QC_CREATED, T0);
-    set_text(x, 0, QC_OPTIONS, "{\"leaseTime\":300,\"retryLimit\":3,\"priority\":0}");
-    set_bool(x, 0, QC_CONFIGURED, 0);
+    pgres_text(x, 0, QC_NAME, "q");
+    pgres_text(x, 0, QC_NS, "");
+    pgres_text(x, 0, QC_TASK, "t");
+    pgres_i64(x, 0, QC_CREATED, T0);
+    pgres_text(x, 0, QC_OPTIONS, "{\"leaseTime\":300,\"retryLimit\":3,\"priority\":0}");
+    pgres_bool(x, 0, QC_CONFIGURED, 0);
     set_uuid(x, 0, PC_UUID, U2);
-    set_text(x, 0, PC_NAME, "Default");
-    set_i64(x, 0, PC_CREATED, T0);
-    set_i64(x, 0, PC_TOTAL, 10);
-    set_i64(x, 0, PC_COMPLETED, 5);
-    set_i64(x, 0, PC_PROCESSING, 1);
-    set_i64(x, 0, PC_PENDING, 4);
-    set_i64(x, 0, PC_START, 2);
-    set_i64(x, 0, PC_NEXT, 12);
-    set_i64(x, 0, PC_LAST_TS, T0 + 2);
-    set_i64(x, 0, PC_OLDEST, T0 + 1);
-    set_i64(x, 0, PC_DEAD, 1);
-    set_i64(x, 0, PC_FAILED, 0);
-    set_i64(x, 0, PC_CONSUMED, 5);
-    set_i64(x, 0, PC_ID, 42);
-    set_bool(x, 0, PC_HAS_QM, 1);
-    set_i64(g, 0, QG_PARTITION_ID, 41); /* another partition's row: not listed */
-    set_text(g, 0, QG_GROUP, "x");
-    set_i64(g, 1, QG_PARTITION_ID, 42);
-    set_text(g, 1, QG_GROUP, "g");
-    set_bool(g, 1, QG_HAS_CURSOR, 1);
-    set_i64(g, 1, QG_NEXT_OFFSET, 9);
-    set_i64(g, 1, QG_OFFSET_LAG, 3);
-    set_i64(g, 1, QG_TIME_LAG_US, 2500000);
-    set_bool(g, 1, QG_LEASE_ACTIVE, 0);
-    set_text(gt, 0, QGT_GROUP, "g");
-    set_i64(gt, 0, QGT_MEMBERS, 1);
-    set_i64(gt, 0, QGT_PARTITIONS_WITH_LAG, 1);
-    set_i64(gt, 0, QGT_TOTAL_LAG, 3);
-    set_i64(gt, 0, QGT_MAX_TIME_LAG_US, 2500000);
-    set_bool(gt, 0, QGT_EVER_CONSUMED, 1);
-    set_text(gt, 0, QGT_SUB_MODE, "all");
+    pgres_text(x, 0, PC_NAME, "Default");
+    pgres_i64(x, 0, PC_CREATED, T0);
+    pgres_i64(x, 0, PC_TOTAL, 10);
+    pgres_i64(x, 0, PC_COMPLETED, 5);
+    pgres_i64(x, 0, PC_PROCESSING, 1);
+    pgres_i64(x, 0, PC_PENDING, 4);
+    pgres_i64(x, 0, PC_START, 2);
+    pgres_i64(x, 0, PC_NEXT, 12);
+    pgres_i64(x, 0, PC_LAST_TS, T0 + 2);
+    pgres_i64(x, 0, PC_OLDEST, T0 + 1);
+    pgres_i64(x, 0, PC_DEAD, 1);
+    pgres_i64(x, 0, PC_FAILED, 0);
+    pgres_i64(x, 0, PC_CONSUMED, 5);
+    pgres_i64(x, 0, PC_ID, 42);
+    pgres_bool(x, 0, PC_HAS_QM, 1);
+    pgres_i64(g, 0, QG_PARTITION_ID, 41); /* another partition's row: not listed */
+    pgres_text(g, 0, QG_GROUP, "x");
+    pgres_i64(g, 1, QG_PARTITION_ID, 42);
+    pgres_text(g, 1, QG_GROUP, "g");
+    pgres_bool(g, 1, QG_HAS_CURSOR, 1);
+    pgres_i64(g, 1, QG_NEXT_OFFSET, 9);
+    pgres_i64(g, 1, QG_OFFSET_LAG, 3);
+    pgres_i64(g, 1, QG_TIME_LAG_US, 2500000);
+    pgres_bool(g, 1, QG_LEASE_ACTIVE, 0);
+    pgres_text(gt, 0, QGT_GROUP, "g");
+    pgres_i64(gt, 0, QGT_MEMBERS, 1);
+    pgres_i64(gt, 0, QGT_PARTITIONS_WITH_LAG, 1);
+    pgres_i64(gt, 0, QGT_TOTAL_LAG, 3);
+    pgres_i64(gt, 0, QGT_MAX_TIME_LAG_US, 2500000);
+    pgres_bool(gt, 0, QGT_EVER_CONSUMED, 1);
+    pgres_text(gt, 0, QGT_SUB_MODE, "all");
 }
 
 static void test_queue(void **state)
@@ -444,8 +378,8 @@ static void test_queue(void **state)
     /* a queue without partitions: one row with NULL partition columns */
     x = MKRES(ADMIN_QUEUE_COLUMNS);
     set_uuid(x, 0, QC_UUID, U1);
-    set_text(x, 0, QC_NAME, "e");
-    set_text(x, 0, QC_OPTIONS, "not json");
+    pgres_text(x, 0, QC_NAME, "e");
+    pgres_text(x, 0, QC_OPTIONS, "not json");
     answer_queue(&b, x, g, gt, 1);
     expect(&b, "{\"queue\":{\"id\":\"" U1 "\",\"name\":\"e\",\"namespace\":null,\"task\":null,\"priority\":null,"
                "\"createdAt\":null,\"config\":{\"leaseTime\":null,\"retryLimit\":null,\"retryDelay\":null,"
@@ -463,9 +397,9 @@ static void test_grouped_and_deletes(void **state)
 {
     (void)state;
     PGresult *x = MKRES(ADMIN_GROUPED_COLUMNS);
-    set_text(x, 0, GRP_NAME, "billing");
+    pgres_text(x, 0, GRP_NAME, "billing");
     for (int c = GRP_QUEUES; c <= GRP_COMPLETED; c++)
-        set_i64(x, 0, c, c);
+        pgres_i64(x, 0, c, c);
     buf b;
     buf_init(&b, 0);
     answer_grouped(&b, x, "namespace");
@@ -473,16 +407,16 @@ static void test_grouped_and_deletes(void **state)
                "\"pending\":4,\"processing\":5,\"completed\":6}}]}");
     PQclear(x);
     PGresult *d = MKRES(DELETE_QUEUE_V1_COLUMNS);
-    set_bool(d, 0, DELETE_QUEUE_EXISTED, 1);
-    set_i64(d, 0, DELETE_QUEUE_PARTITIONS, 2);
-    set_i64(d, 0, DELETE_QUEUE_RECORDS, 30);
+    pgres_bool(d, 0, DELETE_QUEUE_EXISTED, 1);
+    pgres_i64(d, 0, DELETE_QUEUE_PARTITIONS, 2);
+    pgres_i64(d, 0, DELETE_QUEUE_RECORDS, 30);
     answer_queue_deleted(&b, d, "q");
     expect(&b, "{\"deleted\":true,\"queue\":\"q\",\"existed\":true,\"partitions\":2,\"records\":30}");
     PQclear(d);
     d = MKRES(DELETE_PARTITION_V1_COLUMNS);
-    set_text(d, 0, DELETE_PARTITION_STATUS, "ok");
+    pgres_text(d, 0, DELETE_PARTITION_STATUS, "ok");
     set_uuid(d, 0, DELETE_PARTITION_UUID, U2);
-    set_i64(d, 0, DELETE_PARTITION_RECORDS, 4);
+    pgres_i64(d, 0, DELETE_PARTITION_RECORDS, 4);
     answer_partition_deleted(&b, d, "q", "P");
     expect(&b, "{\"deleted\":true,\"queue\":\"q\",\"partition\":\"P\",\"partitionId\":\"" U2 "\",\"records\":4}");
     PQclear(d);
@@ -494,16 +428,16 @@ static void test_lag_metrics(void **state)
     (void)state;
     static const uint8_t deflt[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     PGresult *x = MKRES(METRICS_LAG_V1_COLUMNS);
-    set_i32(x, 0, METRICS_LAG_KIND, METRICS_LAG_ROW_GROUP);
+    pgres_i32(x, 0, METRICS_LAG_KIND, METRICS_LAG_ROW_GROUP);
     PQsetvalue(x, 0, METRICS_LAG_TENANT, (char *)deflt, 16);
-    set_text(x, 0, METRICS_LAG_QUEUE, "q\"1");
-    set_text(x, 0, METRICS_LAG_GROUP, "g");
-    set_i64(x, 0, METRICS_LAG_VAL, 5);
-    set_i64(x, 0, METRICS_LAG_US, 2500000);
-    set_i32(x, 1, METRICS_LAG_KIND, METRICS_LAG_ROW_DEAD);
+    pgres_text(x, 0, METRICS_LAG_QUEUE, "q\"1");
+    pgres_text(x, 0, METRICS_LAG_GROUP, "g");
+    pgres_i64(x, 0, METRICS_LAG_VAL, 5);
+    pgres_i64(x, 0, METRICS_LAG_US, 2500000);
+    pgres_i32(x, 1, METRICS_LAG_KIND, METRICS_LAG_ROW_DEAD);
     set_uuid(x, 1, METRICS_LAG_TENANT, U1);
-    set_text(x, 1, METRICS_LAG_QUEUE, "q2");
-    set_i64(x, 1, METRICS_LAG_VAL, 2);
+    pgres_text(x, 1, METRICS_LAG_QUEUE, "q2");
+    pgres_i64(x, 1, METRICS_LAG_VAL, 2);
     buf b;
     buf_init(&b, 0);
     answer_lag_metrics(&b, x, deflt);
@@ -523,9 +457,9 @@ static void test_configured(void **state)
 {
     (void)state;
     PGresult *x = MKRES_TEXT(ADMIN_CONFIGURE_COLUMNS);
-    set_text(x, 0, CFG_QUEUE_UUID, U1);
-    set_text(x, 0, CFG_PARTITION_UUID, U2);
-    set_text(x, 0, CFG_LOCKED, "1");
+    pgres_text(x, 0, CFG_QUEUE_UUID, U1);
+    pgres_text(x, 0, CFG_PARTITION_UUID, U2);
+    pgres_text(x, 0, CFG_LOCKED, "1");
     buf b;
     buf_init(&b, 0);
     const char opts[] = "{\"leaseTime\":60}";
@@ -534,7 +468,7 @@ static void test_configured(void **state)
                "\"namespace\":\"\",\"task\":\"t\",\"options\":{\"leaseTime\":60}}");
     PQclear(x);
     x = MKRES_TEXT(ADMIN_CONFIGURE_COLUMNS);
-    set_text(x, 0, CFG_QUEUE_UUID, U1);
+    pgres_text(x, 0, CFG_QUEUE_UUID, U1);
     answer_configured(&b, x, "q", "n", "", "{}", 2);
     expect(&b, "{\"configured\":true,\"queueId\":\"" U1 "\",\"partitionId\":null,\"queue\":\"q\",\"namespace\":\"n\","
                "\"task\":\"\",\"options\":{}}");
@@ -548,12 +482,12 @@ static void test_depth(void **state)
 {
     (void)state;
     PGresult *x = MKRES(ADMIN_DEPTH_COLUMNS), *p = MKRES(ADMIN_DEPTH_POLICY_COLUMNS);
-    set_text(x, 0, DEPTH_PARTITION, "A");
-    set_i64(x, 0, DEPTH_PENDING, 3);
-    set_text(x, 1, DEPTH_PARTITION, "B");
-    set_i64(x, 1, DEPTH_PENDING, -2); /* read as 0 */
-    set_text(x, 2, DEPTH_PARTITION, "C");
-    set_i64(x, 2, DEPTH_PENDING, 4);
+    pgres_text(x, 0, DEPTH_PARTITION, "A");
+    pgres_i64(x, 0, DEPTH_PENDING, 3);
+    pgres_text(x, 1, DEPTH_PARTITION, "B");
+    pgres_i64(x, 1, DEPTH_PENDING, -2); /* read as 0 */
+    pgres_text(x, 2, DEPTH_PARTITION, "C");
+    pgres_i64(x, 2, DEPTH_PENDING, 4);
     buf b;
     buf_init(&b, 0);
     answer_depth(&b, x, NULL, "q", NULL);
@@ -564,7 +498,7 @@ static void test_depth(void **state)
     expect(&b, "{\"queue\":\"q\",\"group\":\"g\",\"pending\":7,\"partitionsPending\":2,\"conflation\":false,"
                "\"effectivePending\":7,\"partitions\":[{\"partition\":\"A\",\"pending\":3},"
                "{\"partition\":\"B\",\"pending\":0},{\"partition\":\"C\",\"pending\":4}]}");
-    set_i32(p, 0, POLICY_CONFLATES, 1);
+    pgres_i32(p, 0, POLICY_CONFLATES, 1);
     answer_depth(&b, x, p, "q", "g");
     expect(&b, "{\"queue\":\"q\",\"group\":\"g\",\"pending\":7,\"partitionsPending\":2,\"conflation\":true,"
                "\"effectivePending\":2,\"partitions\":[{\"partition\":\"A\",\"pending\":3},"
@@ -579,17 +513,17 @@ static void test_partitions(void **state)
     (void)state;
     PGresult *x = MKRES(ADMIN_PARTITIONS_COLUMNS);
     set_uuid(x, 0, PS_UUID, U2);
-    set_text(x, 0, PS_NAME, "P");
-    set_text(x, 0, PS_QUEUE, "q");
-    set_text(x, 0, PS_NAMESPACE, "");
-    set_text(x, 0, PS_TASK, "");
-    set_i64(x, 0, PS_CREATED_US, T0);
+    pgres_text(x, 0, PS_NAME, "P");
+    pgres_text(x, 0, PS_QUEUE, "q");
+    pgres_text(x, 0, PS_NAMESPACE, "");
+    pgres_text(x, 0, PS_TASK, "");
+    pgres_i64(x, 0, PS_CREATED_US, T0);
     for (int c = PS_TOTAL; c <= PS_NEXT_OFFSET; c++)
-        set_i64(x, 0, c, c);
-    set_i64(x, 0, PS_LAST_TS, T0 + 3);
-    set_i64(x, 0, PS_CONSUMED, 14);
-    set_i64(x, 0, PS_LEASE_EXP, T0);
-    set_i64(x, 0, PS_TOTAL_ROWS, 1);
+        pgres_i64(x, 0, c, c);
+    pgres_i64(x, 0, PS_LAST_TS, T0 + 3);
+    pgres_i64(x, 0, PS_CONSUMED, 14);
+    pgres_i64(x, 0, PS_LEASE_EXP, T0);
+    pgres_i64(x, 0, PS_TOTAL_ROWS, 1);
     buf b;
     buf_init(&b, 0);
     answer_partitions(&b, x, 1000, 0);
@@ -607,21 +541,21 @@ static void test_status_and_analytics(void **state)
     (void)state;
     PGresult *se = MKRES(ADMIN_SERIES_COLUMNS), *qu = MKRES(ADMIN_DASH_QUEUES_COLUMNS),
              *ms = MKRES(ADMIN_DASH_COUNTS_COLUMNS), *dl = MKRES(ADMIN_DASH_DLQ_COLUMNS);
-    set_i64(se, 0, SERIES_BUCKET_US, T0);
-    set_i64(se, 0, SERIES_RECORDS, 120);
-    set_i64(se, 1, SERIES_BUCKET_US, T0 + 60000000);
-    set_i64(se, 1, SERIES_RECORDS, 0);
+    pgres_i64(se, 0, SERIES_BUCKET_US, T0);
+    pgres_i64(se, 0, SERIES_RECORDS, 120);
+    pgres_i64(se, 1, SERIES_BUCKET_US, T0 + 60000000);
+    pgres_i64(se, 1, SERIES_RECORDS, 0);
     set_uuid(qu, 0, DQ_UUID, U1);
-    set_text(qu, 0, DQ_NAME, "q");
-    set_text(qu, 0, DQ_NAMESPACE, "");
-    set_text(qu, 0, DQ_TASK, "");
-    set_i64(qu, 0, DQ_PARTITIONS, 1);
-    set_i64(qu, 0, DQ_CONSUMED, 9);
+    pgres_text(qu, 0, DQ_NAME, "q");
+    pgres_text(qu, 0, DQ_NAMESPACE, "");
+    pgres_text(qu, 0, DQ_TASK, "");
+    pgres_i64(qu, 0, DQ_PARTITIONS, 1);
+    pgres_i64(qu, 0, DQ_CONSUMED, 9);
     for (int c = DC_TOTAL; c <= DC_ACKED_RECORDS; c++)
-        set_i64(ms, 0, c, c + 1);
-    set_i64(dl, 0, DD_DEAD_LETTERS, 3);
-    set_i64(dl, 0, DD_PARTITIONS, 1);
-    set_text(dl, 0, DD_TOP_ERRORS, "[{\"error\":\"boom\",\"count\":3}]");
+        pgres_i64(ms, 0, c, c + 1);
+    pgres_i64(dl, 0, DD_DEAD_LETTERS, 3);
+    pgres_i64(dl, 0, DD_PARTITIONS, 1);
+    pgres_text(dl, 0, DD_TOP_ERRORS, "[{\"error\":\"boom\",\"count\":3}]");
     admin_node n = {.hostname = "h",
                     .node_id = "node-1",
                     .pool_size = 8,

@@ -45,6 +45,13 @@ void pgres_i32(PGresult *r, int row, int col, int32_t v)
     set(r, row, col, b, 4);
 }
 
+void pgres_f64(PGresult *r, int row, int col, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    pgres_i64(r, row, col, (int64_t)u);
+}
+
 void pgres_bool(PGresult *r, int row, int col, int v)
 {
     uint8_t b = v ? 1 : 0;

@@ -23,6 +23,7 @@ PGresult *pgres_new(const db_col_spec *cols, int n, int format);
 /* Setting a value of row `row` adds the row when row == PQntuples (rows in order). */
 void pgres_i64(PGresult *r, int row, int col, int64_t v);
 void pgres_i32(PGresult *r, int row, int col, int32_t v);
+void pgres_f64(PGresult *r, int row, int col, double v);
 void pgres_bool(PGresult *r, int row, int col, int v);
 void pgres_uuid(PGresult *r, int row, int col, const uint8_t u[16]);
 void pgres_bytes(PGresult *r, int row, int col, const void *p, size_t n);
