@@ -43,6 +43,7 @@ const node = await startQueen();
 process.stderr.write(`sdk-go: broker ${QUEEN_BIN} on ${node.url}\n`);
 const env = {
   QUEEN_URL: node.url,
+  QUEEN_REQUIRE_BROKER: '1', // a broker test may not skip itself here
   GOTOOLCHAIN: 'local',
   GOFLAGS: process.env.GOFLAGS || '',
   PATH: `${path.join(ROOT, '.tools/go/bin')}:${process.env.PATH}`,
